@@ -1,0 +1,70 @@
+import 'reflect-metadata';
+import cors from '@fastify/cors';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import type { Config } from './config';
+import { createDataSource } from './db/data-source';
+import { runMigrations } from './db/migrate';
+import { registerGraphQL } from './graphql/plugin';
+import { registerErrorHandlers } from './http-errors';
+import { registerHealthRoutes } from './ops/health';
+import { createServices, type Services } from './services';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    dataSource: DataSource;
+    services: Services;
+  }
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the whole service on one database; it never listens (main.ts does). Close it with app.close(). */
+export async function buildApp(config: Config): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      redact: ['req.headers.authorization', 'req.headers.cookie'],
+    },
+    bodyLimit: config.bodyLimit,
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  const dataSource = createDataSource(config.database);
+  try {
+    await dataSource.initialize();
+    await runMigrations(dataSource);
+    app.decorate('dataSource', dataSource);
+    app.addHook('onClose', async () => {
+      if (dataSource.isInitialized) await dataSource.destroy();
+    });
+
+    const services = createServices(dataSource, config);
+    app.decorate('services', services);
+
+    registerErrorHandlers(app);
+    await app.register(cors, {
+      origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,
+      methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Apollo-Require-Preflight', 'X-Request-Id'],
+      exposedHeaders: ['X-Request-Id', 'Location', 'Retry-After'],
+      maxAge: 600,
+    });
+    registerHealthRoutes(app, dataSource);
+    await registerGraphQL(app, config, services);
+    await app.ready();
+    return app;
+  } catch (error) {
+    await app.close().catch(() => undefined);
+    if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
+    throw error;
+  }
+}

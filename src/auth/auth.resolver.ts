@@ -1,0 +1,40 @@
+import { IsString } from 'class-validator';
+import { Args, ArgsType, Ctx, Field, Mutation, ObjectType, Resolver } from 'type-graphql';
+import type { GraphQLContext } from '../graphql/context';
+import { Trainer } from '../trainers/trainer.entity';
+
+@ObjectType({ description: 'What a successful authentication returns.' })
+export class AuthPayload {
+  @Field({ description: 'A JWT to send as `Authorization: Bearer <token>`.' })
+  token!: string;
+
+  @Field({ description: 'Always "Bearer".' })
+  tokenType!: string;
+
+  @Field()
+  expiresAt!: Date;
+
+  @Field(() => Trainer)
+  trainer!: Trainer;
+}
+
+@ArgsType()
+export class AuthenticateArgs {
+  @Field()
+  @IsString()
+  email!: string;
+
+  @Field()
+  @IsString()
+  password!: string;
+}
+
+@Resolver()
+export class AuthResolver {
+  @Mutation(() => AuthPayload, { description: 'Exchange email and password for a token. Needs no token.' })
+  async authenticate(@Args() { email, password }: AuthenticateArgs, @Ctx() ctx: GraphQLContext): Promise<AuthPayload> {
+    const result = await ctx.services.auth.authenticate(email, password);
+    ctx.selfIds.add(result.trainer.id);
+    return result;
+  }
+}

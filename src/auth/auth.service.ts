@@ -1,0 +1,70 @@
+import { AppError } from '../errors';
+import type { Trainer } from '../trainers/trainer.entity';
+import type { TrainerService } from '../trainers/trainer.service';
+import { bearerToken, type TokenIssuer } from './jwt';
+import { decoyHash, verifyPassword } from './password';
+
+export interface Authentication {
+  readonly token: string;
+  readonly tokenType: 'Bearer';
+  readonly expiresAt: Date;
+  readonly trainer: Trainer;
+}
+
+const WRONG_CREDENTIALS = 'Wrong email or password';
+
+/** Who is calling: resolved lazily, at most once per request, from the Authorization header. */
+export interface RequestAuth {
+  /** The calling trainer, or null when the request carries no valid token of an existing trainer. */
+  viewer(): Promise<Trainer | null>;
+  /** The calling trainer, or UNAUTHENTICATED. */
+  requireViewer(): Promise<Trainer>;
+}
+
+export class AuthService {
+  constructor(
+    private readonly trainers: TrainerService,
+    private readonly tokens: TokenIssuer,
+  ) {}
+
+  /**
+   * Unknown email and wrong password give the same answer after the same work: a missing
+   * account is checked against a decoy hash, so timing does not tell them apart either.
+   */
+  async authenticate(email: string, password: string): Promise<Authentication> {
+    const credentials = await this.trainers.credentials(email);
+    const matches = await verifyPassword(password, credentials?.passwordHash ?? (await decoyHash()));
+    if (!credentials || !matches) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
+    const trainer = await this.trainers.findById(credentials.id);
+    if (!trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
+    const { token, expiresAt } = this.tokens.issue(trainer.id);
+    return { token, tokenType: 'Bearer', expiresAt, trainer };
+  }
+
+  /**
+   * @param findTrainer how to look the token's trainer up: the request's batching loader,
+   * so that the viewer also answers `me` and its own `Creature.trainer` without another query.
+   */
+  forRequest(authorization: string | undefined, findTrainer: (id: number) => Promise<Trainer | null>): RequestAuth {
+    let resolved: Promise<Trainer | null> | undefined;
+    const viewer = (): Promise<Trainer | null> => {
+      resolved ??= (async () => {
+        const token = bearerToken(authorization);
+        const id = token === undefined ? undefined : this.tokens.verify(token);
+        return id === undefined ? null : findTrainer(id);
+      })();
+      return resolved;
+    };
+    return {
+      viewer,
+      async requireViewer() {
+        const trainer = await viewer();
+        if (trainer) return trainer;
+        throw new AppError(
+          'UNAUTHENTICATED',
+          authorization ? 'Invalid or expired token' : 'Authentication required: send Authorization: Bearer <token>',
+        );
+      },
+    };
+  }
+}

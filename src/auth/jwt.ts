@@ -1,0 +1,55 @@
+import jwt from 'jsonwebtoken';
+
+/** The only module that touches jsonwebtoken: algorithm pinned, every claim set and required. */
+export const JWT_ISSUER = 'creature-registry';
+export const JWT_AUDIENCE = 'creature-registry';
+const ALGORITHM = 'HS256';
+
+export interface IssuedToken {
+  readonly token: string;
+  readonly expiresAt: Date;
+}
+
+export class TokenIssuer {
+  constructor(
+    private readonly secret: string,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  issue(trainerId: number, now = Date.now()): IssuedToken {
+    const iat = Math.floor(now / 1000);
+    const exp = iat + this.ttlSeconds;
+    const token = jwt.sign({ iat, exp }, this.secret, {
+      algorithm: ALGORITHM,
+      subject: String(trainerId),
+      issuer: JWT_ISSUER,
+      audience: JWT_AUDIENCE,
+    });
+    return { token, expiresAt: new Date(exp * 1000) };
+  }
+
+  /** The trainer id in a valid token, or undefined for anything else (never throws). */
+  verify(token: string): number | undefined {
+    try {
+      const payload = jwt.verify(token, this.secret, {
+        algorithms: [ALGORITHM],
+        issuer: JWT_ISSUER,
+        audience: JWT_AUDIENCE,
+      });
+      if (typeof payload !== 'object' || typeof payload.exp !== 'number') return undefined;
+      const sub = payload.sub;
+      if (typeof sub !== 'string' || !/^[1-9]\d{0,9}$/.test(sub)) return undefined;
+      const id = Number(sub);
+      return id <= 2147483647 ? id : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** The token of an `Authorization: Bearer <token>` header; undefined when absent or malformed. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/i.exec(header.trim());
+  return match?.[1];
+}

@@ -1,0 +1,45 @@
+import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+
+/*
+ * scrypt from Node's crypto: it runs in libuv's thread pool, so hashing never blocks the
+ * event loop. Parameters are one of OWASP's equivalent scrypt settings (N=2^15, r=8, p=3:
+ * 32 MiB per hash) and are stored in each hash, so they can be raised later without breaking
+ * existing passwords.
+ */
+const PARAMS = { N: 2 ** 15, r: 8, p: 3 } as const;
+const KEY_LENGTH = 32;
+const SALT_LENGTH = 16;
+const PREFIX = 'scrypt';
+
+function derive(password: string, salt: Buffer, params: { N: number; r: number; p: number }): Promise<Buffer> {
+  const options: ScryptOptions = { ...params, maxmem: 256 * params.N * params.r + 1024 * 1024 };
+  return new Promise((resolve, reject) => {
+    scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (err, key) => (err ? reject(err) : resolve(key)));
+  });
+}
+
+/** `scrypt$N$r$p$salt$hash`, salt and hash in base64url. */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(SALT_LENGTH);
+  const key = await derive(password, salt, PARAMS);
+  return [PREFIX, PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const parts = stored.split('$');
+  if (parts.length !== 6 || parts[0] !== PREFIX) return false;
+  const [N, r, p] = parts.slice(1, 4).map(Number) as [number, number, number];
+  const expected = Buffer.from(parts[5]!, 'base64url');
+  const actual = await derive(password, Buffer.from(parts[4]!, 'base64url'), { N, r, p });
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+/**
+ * A hash of a random password, computed once, to verify against when the email is unknown:
+ * the answer then takes as long as for a wrong password and gives nothing away.
+ */
+let decoy: Promise<string> | undefined;
+export function decoyHash(): Promise<string> {
+  decoy ??= hashPassword(randomBytes(18).toString('base64url'));
+  return decoy;
+}

@@ -1,0 +1,186 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { z } from 'zod';
+
+export type DatabaseConfig =
+  | { readonly type: 'sqlite'; readonly path: string }
+  | { readonly type: 'mysql'; readonly url: string };
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly nodeEnv: 'development' | 'production' | 'test';
+  readonly isProduction: boolean;
+  readonly database: DatabaseConfig;
+  /** Folder for local state (the SQLite file, the generated development JWT secret). */
+  readonly dataDir: string;
+  readonly jwtSecret: string;
+  readonly jwtTtlSeconds: number;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly corsOrigins: readonly string[];
+  readonly graphqlIntrospection: boolean;
+  readonly sandbox: boolean;
+  readonly bodyLimit: number;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export const DEFAULT_DATABASE_URL = 'sqlite:./data/registry.sqlite';
+const MIN_SECRET_BYTES = 32;
+
+const DURATION = /^(\d+)(ms|s|m|h|d)?$/;
+const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
+
+/** Parses `90`, `90s`, `15m`, `1h`, `7d` into whole seconds (a bare number is seconds). */
+export function parseDuration(text: string): number | undefined {
+  const match = DURATION.exec(text.trim());
+  if (!match) return undefined;
+  const seconds = Math.floor(Number(match[1]) * UNIT_SECONDS[match[2] ?? 's']!);
+  return seconds >= 1 ? seconds : undefined;
+}
+
+const duration = z.string().transform((text, ctx) => {
+  const seconds = parseDuration(text);
+  if (seconds === undefined) {
+    ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration such as 90s, 15m, 1h or 7d` });
+    return z.NEVER;
+  }
+  return seconds;
+});
+
+const integer = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+const flag = z
+  .enum(['true', 'false', '1', '0', 'on', 'off', 'yes', 'no'], { message: 'must be true or false' })
+  .transform((v) => ['true', '1', 'on', 'yes'].includes(v));
+
+const databaseUrl = z.string().transform((url, ctx): DatabaseConfig => {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (path === '') {
+      ctx.addIssue({ code: 'custom', message: 'sqlite: needs a file path, e.g. sqlite:./data/registry.sqlite' });
+      return z.NEVER;
+    }
+    return { type: 'sqlite', path: path === ':memory:' ? path : resolve(path) };
+  }
+  if (/^(mysql|mariadb):\/\//.test(url)) {
+    try {
+      const parsed = new URL(url);
+      if (!parsed.hostname || parsed.pathname.length < 2) throw new Error('incomplete');
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must look like mysql://user:pass@host:3306/database' });
+      return z.NEVER;
+    }
+    return { type: 'mysql', url: url.replace(/^mariadb:/, 'mysql:') };
+  }
+  ctx.addIssue({ code: 'custom', message: 'must start with sqlite: or mysql://' });
+  return z.NEVER;
+});
+
+const envSchema = z.object({
+  PORT: integer(0, 65535).default(4000),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  DATABASE_URL: databaseUrl.prefault(DEFAULT_DATABASE_URL),
+  JWT_SECRET: z.string().optional(),
+  JWT_TTL: duration.default(3600),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((o) => o.trim()).filter(Boolean))
+    .pipe(z.array(z.url({ message: 'must be a comma-separated list of origins like https://app.example.com' }))),
+  GRAPHQL_INTROSPECTION: flag.optional(),
+  GRAPHQL_SANDBOX: flag.optional(),
+  BODY_LIMIT: integer(1024, 64 * 1024 * 1024).default(102400),
+});
+
+type Env = Record<string, string | undefined>;
+
+function describe(error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  const name = String(issue.path[0] ?? 'environment');
+  return `Invalid configuration: ${name} ${issue.message}`;
+}
+
+/** Drops empty values so that `PORT=` means "use the default", as shells and .env files expect. */
+function present(env: Env): Env {
+  return Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+}
+
+export function dataDirFor(database: DatabaseConfig): string {
+  return database.type === 'sqlite' && database.path !== ':memory:' ? dirname(database.path) : resolve('data');
+}
+
+/** Reads only DATABASE_URL: enough for the TypeORM CLI, which must not need a JWT secret. */
+export function loadDatabaseConfig(env: Env = process.env): DatabaseConfig {
+  const parsed = envSchema.pick({ DATABASE_URL: true }).safeParse(present(env));
+  if (!parsed.success) throw new ConfigError(describe(parsed.error));
+  return parsed.data.DATABASE_URL;
+}
+
+/**
+ * In development a missing JWT_SECRET is generated once and kept in the data folder,
+ * so tokens survive restarts. Production never generates one.
+ */
+function developmentSecret(dataDir: string): string {
+  const file = join(dataDir, 'jwt-secret');
+  try {
+    const existing = readFileSync(file, 'utf8').trim();
+    if (Buffer.byteLength(existing) >= MIN_SECRET_BYTES) return existing;
+  } catch {
+    // not there yet: generate it below
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(48).toString('base64url');
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const parsed = envSchema.safeParse(present(env));
+  if (!parsed.success) throw new ConfigError(describe(parsed.error));
+  const e = parsed.data;
+  const isProduction = e.NODE_ENV === 'production';
+  const dataDir = dataDirFor(e.DATABASE_URL);
+
+  let jwtSecret = e.JWT_SECRET;
+  if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < MIN_SECRET_BYTES) {
+    throw new ConfigError(`Invalid configuration: JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes`);
+  }
+  if (jwtSecret === undefined) {
+    if (isProduction) {
+      throw new ConfigError(
+        `Invalid configuration: JWT_SECRET is required in production (at least ${MIN_SECRET_BYTES} bytes)`,
+      );
+    }
+    jwtSecret = developmentSecret(dataDir);
+  }
+
+  return Object.freeze({
+    port: e.PORT,
+    host: e.HOST,
+    nodeEnv: e.NODE_ENV,
+    isProduction,
+    database: Object.freeze(e.DATABASE_URL),
+    dataDir,
+    jwtSecret,
+    jwtTtlSeconds: e.JWT_TTL,
+    logLevel: e.LOG_LEVEL,
+    corsOrigins: Object.freeze(e.CORS_ORIGINS),
+    graphqlIntrospection: e.GRAPHQL_INTROSPECTION ?? !isProduction,
+    sandbox: e.GRAPHQL_SANDBOX ?? !isProduction,
+    bodyLimit: e.BODY_LIMIT,
+  });
+}

@@ -1,0 +1,43 @@
+import { Field, ID, Int, ObjectType } from 'type-graphql';
+import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn, type Relation } from 'typeorm';
+import type { Trainer } from '../trainers/trainer.entity';
+
+/** A creature owned by exactly one trainer. `trainer` is a GraphQL field of CreatureResolver. */
+@ObjectType({ description: 'A creature owned by exactly one trainer.' })
+@Entity({ name: 'creature' })
+@Index('UQ_creature_trainer_name', ['trainerId', 'nameKey'], { unique: true })
+export class Creature {
+  @Field(() => ID)
+  @PrimaryGeneratedColumn({ type: 'int' })
+  id!: number;
+
+  @Field({ description: 'Unique per trainer, compared case-insensitively after trimming.' })
+  @Column({ type: 'varchar', length: 32 })
+  name!: string;
+
+  /**
+   * Trimmed, lower-cased name: with trainerId, the unique index that rejects duplicates.
+   * Wider than `name` because lower-casing can lengthen a string (`İ` becomes two code points).
+   */
+  @Column({ name: 'name_key', type: 'varchar', length: 64 })
+  nameKey!: string;
+
+  @Field(() => Int, { description: 'Species number, 1..100000.' })
+  @Column({ name: 'species_id', type: 'int' })
+  speciesId!: number;
+
+  @Field(() => Int, { description: '1..100.' })
+  @Column({ type: 'int' })
+  level!: number;
+
+  @Column({ name: 'trainer_id', type: 'int' })
+  trainerId!: number;
+
+  @ManyToOne('Trainer', (trainer: Trainer) => trainer.creatures, { onDelete: 'CASCADE', nullable: false })
+  @JoinColumn({ name: 'trainer_id', foreignKeyConstraintName: 'FK_creature_trainer' })
+  trainer?: Relation<Trainer>;
+
+  @Field()
+  @Column({ name: 'created_at', type: 'datetime', precision: 3 })
+  createdAt!: Date;
+}

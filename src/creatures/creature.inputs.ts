@@ -1,0 +1,36 @@
+import { IsInt, Max, Min, ValidateNested } from 'class-validator';
+import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
+import { IsEntityId, IsTrimmedText } from '../common/validation';
+
+export const MAX_SPECIES_ID = 100000;
+export const MAX_LEVEL = 100;
+
+@InputType()
+export class CreateCreatureInput {
+  @Field()
+  @IsTrimmedText(1, 32)
+  name!: string;
+
+  @Field(() => Int)
+  @IsInt({ message: 'must be an integer' })
+  @Min(1, { message: `must be between 1 and ${MAX_SPECIES_ID}` })
+  @Max(MAX_SPECIES_ID, { message: `must be between 1 and ${MAX_SPECIES_ID}` })
+  speciesId!: number;
+
+  @Field(() => Int, { defaultValue: 1 })
+  @IsInt({ message: 'must be an integer' })
+  @Min(1, { message: `must be between 1 and ${MAX_LEVEL}` })
+  @Max(MAX_LEVEL, { message: `must be between 1 and ${MAX_LEVEL}` })
+  level: number = 1;
+}
+
+@ArgsType()
+export class CreateCreatureArgs {
+  @Field(() => ID)
+  @IsEntityId()
+  trainerId!: string;
+
+  @Field(() => CreateCreatureInput)
+  @ValidateNested()
+  input!: CreateCreatureInput;
+}

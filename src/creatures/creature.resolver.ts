@@ -1,0 +1,41 @@
+import { Args, Authorized, Ctx, FieldResolver, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { IdArgs } from '../common/args';
+import { parseId } from '../common/validation';
+import { AppError } from '../errors';
+import type { GraphQLContext } from '../graphql/context';
+import { Viewer } from '../graphql/viewer.decorator';
+import { Trainer } from '../trainers/trainer.entity';
+import { Creature } from './creature.entity';
+import { CreateCreatureArgs } from './creature.inputs';
+
+@Resolver(() => Creature)
+export class CreatureResolver {
+  @Authorized()
+  @Query(() => Creature, { nullable: true, description: 'A creature by id, or null when there is none.' })
+  creature(@Args() { id }: IdArgs, @Ctx() ctx: GraphQLContext): Promise<Creature | null> {
+    return ctx.services.creatures.findById(parseId(id)!);
+  }
+
+  @Authorized()
+  @Mutation(() => Creature, { description: 'Create a creature for trainerId, which must be the authenticated trainer.' })
+  createCreature(
+    @Args() { trainerId, input }: CreateCreatureArgs,
+    @Viewer() viewer: Trainer,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<Creature> {
+    return ctx.services.creatures.create(viewer, parseId(trainerId)!, input);
+  }
+
+  @Authorized()
+  @Mutation(() => Creature, { description: "Delete one of the authenticated trainer's creatures; returns it as it was." })
+  deleteCreature(@Args() { id }: IdArgs, @Viewer() viewer: Trainer, @Ctx() ctx: GraphQLContext): Promise<Creature> {
+    return ctx.services.creatures.delete(viewer, parseId(id)!);
+  }
+
+  @FieldResolver(() => Trainer)
+  async trainer(@Root() creature: Creature, @Ctx() ctx: GraphQLContext): Promise<Trainer> {
+    const trainer = await ctx.loaders.trainerById.load(creature.trainerId);
+    if (!trainer) throw new AppError('NOT_FOUND', `Trainer ${creature.trainerId} no longer exists`);
+    return trainer;
+  }
+}

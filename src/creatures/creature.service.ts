@@ -1,0 +1,117 @@
+import { In, type DataSource, type Repository } from 'typeorm';
+import type { Page } from '../common/args';
+import { isForeignKeyViolation, uniqueViolation } from '../db/errors';
+import { AppError } from '../errors';
+import type { Trainer } from '../trainers/trainer.entity';
+import { Creature } from './creature.entity';
+
+export interface NewCreature {
+  readonly name: string;
+  readonly speciesId: number;
+  readonly level?: number;
+}
+
+/** What makes two names the same creature: trimmed, Unicode-normalised, lower-cased. */
+export const creatureNameKey = (name: string): string => name.trim().normalize('NFC').toLowerCase();
+
+export class CreatureService {
+  private readonly repo: Repository<Creature>;
+
+  constructor(dataSource: DataSource) {
+    this.repo = dataSource.getRepository(Creature);
+  }
+
+  /** Only the trainer itself may add to its creatures; the unique index settles duplicates, even concurrent ones. */
+  async create(viewer: Trainer, trainerId: number, input: NewCreature): Promise<Creature> {
+    if (trainerId !== viewer.id) {
+      throw new AppError('FORBIDDEN', 'You can only create creatures for yourself');
+    }
+    const name = input.name.trim().normalize('NFC');
+    const creature = this.repo.create({
+      name,
+      nameKey: creatureNameKey(name),
+      speciesId: input.speciesId,
+      level: input.level ?? 1,
+      trainerId,
+      createdAt: new Date(),
+    });
+    try {
+      await this.repo.insert(creature);
+    } catch (error) {
+      if (uniqueViolation(error) !== undefined) {
+        throw new AppError('DUPLICATE_CREATURE', `You already have a creature named "${name}"`, [
+          { field: 'name', message: 'is already used by another of your creatures' },
+        ]);
+      }
+      // The trainer was deleted after its token was checked.
+      if (isForeignKeyViolation(error)) throw new AppError('UNAUTHENTICATED', 'Your account no longer exists');
+      throw error;
+    }
+    return creature;
+  }
+
+  findById(id: number): Promise<Creature | null> {
+    return this.repo.findOneBy({ id });
+  }
+
+  /**
+   * Deletes one of the viewer's creatures and returns it as it was. The DELETE is guarded by
+   * the owner too, so a concurrent delete of the same creature reports NOT_FOUND, not success twice.
+   */
+  async delete(viewer: Trainer, id: number): Promise<Creature> {
+    const creature = await this.repo.findOneBy({ id });
+    if (!creature) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
+    if (creature.trainerId !== viewer.id) {
+      throw new AppError('FORBIDDEN', 'You can only delete your own creatures');
+    }
+    const result = await this.repo.delete({ id, trainerId: viewer.id });
+    if (result.affected === 0) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
+    return creature;
+  }
+
+  async pageForTrainer(trainerId: number, limit: number, offset: number): Promise<Page<Creature>> {
+    const [items] = await this.pagesForTrainers([trainerId], limit, offset);
+    return { items: items ?? [], limit, offset };
+  }
+
+  /**
+   * One page of creatures (oldest first) for each trainer, in one statement whatever the
+   * number of trainers: ROW_NUMBER() per trainer picks each page (SQLite 3.25+, MariaDB 10.2+, MySQL 8).
+   */
+  async pagesForTrainers(trainerIds: readonly number[], limit: number, offset: number): Promise<Creature[][]> {
+    let rows: Creature[];
+    if (trainerIds.length === 1) {
+      rows = await this.repo.find({
+        where: { trainerId: trainerIds[0] },
+        order: { id: 'ASC' },
+        take: limit,
+        skip: offset,
+      });
+    } else {
+      rows = await this.repo
+        .createQueryBuilder('c')
+        .where(
+          `c.id IN (SELECT ranked.id FROM (SELECT r.id AS id, ROW_NUMBER() OVER (PARTITION BY r.trainer_id ORDER BY r.id) AS rn FROM creature r WHERE r.trainer_id IN (:...trainerIds)) ranked WHERE ranked.rn > :first AND ranked.rn <= :last)`,
+          { trainerIds: [...trainerIds], first: offset, last: offset + limit },
+        )
+        .orderBy('c.id', 'ASC')
+        .getMany();
+    }
+    const byTrainer = new Map<number, Creature[]>(trainerIds.map((id) => [id, []]));
+    for (const row of rows) byTrainer.get(row.trainerId)?.push(row);
+    return trainerIds.map((id) => byTrainer.get(id)!);
+  }
+
+  /** How many creatures each trainer owns, in one statement. */
+  async countsForTrainers(trainerIds: readonly number[]): Promise<number[]> {
+    const rows = await this.repo
+      .createQueryBuilder('c')
+      .select('c.trainerId', 'trainerId')
+      .addSelect('COUNT(*)', 'count')
+      .where({ trainerId: In([...trainerIds]) })
+      .groupBy('c.trainerId')
+      .getRawMany<{ trainerId: number | string; count: number | string }>();
+    const counts = new Map(rows.map((r) => [Number(r.trainerId), Number(r.count)]));
+    return trainerIds.map((id) => counts.get(id) ?? 0);
+  }
+}

@@ -1,0 +1,55 @@
+import { QueryFailedError } from 'typeorm';
+
+interface DriverError {
+  code?: string;
+  errno?: number;
+  message?: string;
+}
+
+function driverError(error: unknown): DriverError | undefined {
+  if (error instanceof QueryFailedError) return error.driverError as DriverError;
+  if (error && typeof error === 'object' && 'code' in error) return error as DriverError;
+  return undefined;
+}
+
+/**
+ * The name of the unique index a failed insert ran into, or undefined when the error is
+ * something else. MariaDB names the key (`... for key 'UQ_trainer_email'`), SQLite the
+ * columns (`UNIQUE constraint failed: trainer.email`), so both are returned as they come.
+ */
+export function uniqueViolation(error: unknown): string | undefined {
+  const e = driverError(error);
+  if (!e) return undefined;
+  if (e.code === 'ER_DUP_ENTRY' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+    return e.message ?? '';
+  }
+  return undefined;
+}
+
+export function isForeignKeyViolation(error: unknown): boolean {
+  const code = driverError(error)?.code;
+  return code === 'ER_NO_REFERENCED_ROW_2' || code === 'ER_NO_REFERENCED_ROW' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ER_CON_COUNT_ERROR',
+  'ER_SERVER_SHUTDOWN',
+  'SQLITE_BUSY',
+  'SQLITE_CANTOPEN',
+]);
+
+/** True when the database could not be reached or is shutting down: SERVICE_UNAVAILABLE, not a bug. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const code = driverError(error)?.code;
+  if (code && UNAVAILABLE_CODES.has(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Pool is closed|Connection lost|connect ETIMEDOUT|Can't add new command when connection is in closed state/i.test(message);
+}

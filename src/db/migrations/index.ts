@@ -1,0 +1,4 @@
+import { CreateTrainerAndCreature1795300000000 } from './1795300000000-CreateTrainerAndCreature';
+
+/** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
+export const migrations = [CreateTrainerAndCreature1795300000000];

@@ -1,0 +1,44 @@
+/** The error catalogue shared by both transports (CONTRACT.md, "Errors"). */
+export const ERROR_STATUS = {
+  BAD_USER_INPUT: 400,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  DUPLICATE_CREATURE: 409,
+  TRAINER_ALREADY_EXISTS: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL_SERVER_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface FieldError {
+  readonly field: string;
+  readonly message: string;
+}
+
+/** An expected failure with a catalogue code. Transports map `code` to their own shape. */
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly fields?: readonly FieldError[],
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+export const badInput = (field: string, message: string): AppError =>
+  new AppError('BAD_USER_INPUT', `Invalid ${field}: ${message}`, [{ field, message }]);
+
+export const unauthenticated = (message = 'Authentication required'): AppError =>
+  new AppError('UNAUTHENTICATED', message);

@@ -1,0 +1,14 @@
+import type { RequestAuth } from '../auth/auth.service';
+import type { Services } from '../services';
+import type { Loaders } from './loaders';
+
+export interface GraphQLContext {
+  readonly services: Services;
+  readonly loaders: Loaders;
+  readonly auth: RequestAuth;
+  /**
+   * Trainers this response speaks to as themselves besides the token's owner: the answers
+   * to registerTrainer and authenticate show the new or signed-in trainer its own email.
+   */
+  readonly selfIds: Set<number>;
+}

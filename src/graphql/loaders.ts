@@ -1,0 +1,33 @@
+import DataLoader from 'dataloader';
+import type { Creature } from '../creatures/creature.entity';
+import type { Services } from '../services';
+import type { Trainer } from '../trainers/trainer.entity';
+
+/**
+ * Per-request batching: every relation field of one GraphQL level becomes one SQL statement,
+ * so a page of trainers with their creatures and counts costs a fixed number of queries.
+ */
+export class Loaders {
+  readonly trainerById: DataLoader<number, Trainer | null>;
+  readonly creatureCount: DataLoader<number, number>;
+  private readonly creaturePages = new Map<string, DataLoader<number, Creature[]>>();
+
+  constructor(private readonly services: Services) {
+    this.trainerById = new DataLoader(async (ids) => {
+      const found = new Map((await services.trainers.findByIds(ids)).map((t) => [t.id, t]));
+      return ids.map((id) => found.get(id) ?? null);
+    });
+    this.creatureCount = new DataLoader((ids) => services.creatures.countsForTrainers(ids));
+  }
+
+  /** The loader of one page shape: fields asking for different pages are batched separately. */
+  creaturePage(limit: number, offset: number): DataLoader<number, Creature[]> {
+    const key = `${limit}:${offset}`;
+    let loader = this.creaturePages.get(key);
+    if (!loader) {
+      loader = new DataLoader((ids) => this.services.creatures.pagesForTrainers(ids, limit, offset));
+      this.creaturePages.set(key, loader);
+    }
+    return loader;
+  }
+}

@@ -1,0 +1,25 @@
+import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphql';
+import { buildSchema } from 'type-graphql';
+import { AuthResolver } from '../auth/auth.resolver';
+import { validateOrThrow } from '../common/validation';
+import { CreatureResolver } from '../creatures/creature.resolver';
+import { TrainerPageResolver, TrainerResolver } from '../trainers/trainer.resolver';
+import { authChecker } from './auth-checker';
+
+export const resolvers = [TrainerResolver, TrainerPageResolver, CreatureResolver, AuthResolver] as const;
+
+export function buildGraphQLSchema(): Promise<GraphQLSchema> {
+  return buildSchema({
+    resolvers,
+    authChecker,
+    // Every resolver takes an @ArgsType class, so field paths in errors read `input.level`, `limit`.
+    validateFn: async (value) => {
+      if (value !== null && typeof value === 'object') await validateOrThrow(value);
+    },
+  });
+}
+
+/** The SDL committed as schema.graphql: sorted, so diffs show only real changes. */
+export function printSchemaSDL(schema: GraphQLSchema): string {
+  return `${printSchema(lexicographicSortSchema(schema))}\n`;
+}

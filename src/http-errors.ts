@@ -1,0 +1,78 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from './db/errors';
+import { AppError, ERROR_STATUS, type ErrorCode, type FieldError } from './errors';
+
+const TITLES: Record<ErrorCode, string> = {
+  BAD_USER_INPUT: 'Bad request',
+  UNAUTHENTICATED: 'Unauthenticated',
+  FORBIDDEN: 'Forbidden',
+  NOT_FOUND: 'Not found',
+  METHOD_NOT_ALLOWED: 'Method not allowed',
+  DUPLICATE_CREATURE: 'Duplicate creature',
+  TRAINER_ALREADY_EXISTS: 'Trainer already exists',
+  PAYLOAD_TOO_LARGE: 'Payload too large',
+  UNSUPPORTED_MEDIA_TYPE: 'Unsupported media type',
+  RATE_LIMITED: 'Too many requests',
+  INTERNAL_SERVER_ERROR: 'Internal server error',
+  SERVICE_UNAVAILABLE: 'Service unavailable',
+};
+
+/** Turns anything thrown before or outside a resolver (body parsing, routing, services) into a catalogue error. */
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  if (isDatabaseUnavailable(error)) {
+    return new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; try again shortly');
+  }
+  const fastifyError = error as Partial<FastifyError>;
+  switch (fastifyError.statusCode) {
+    case 400:
+      return new AppError('BAD_USER_INPUT', fastifyError.message ?? 'Bad request');
+    case 413:
+      return new AppError('PAYLOAD_TOO_LARGE', 'The request body is larger than the limit');
+    case 415:
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json');
+    case 404:
+      return new AppError('NOT_FOUND', 'Not found');
+    default:
+      return new AppError('INTERNAL_SERVER_ERROR', 'Internal server error');
+  }
+}
+
+function isGraphQLPath(request: FastifyRequest): boolean {
+  return request.url === '/graphql' || request.url.startsWith('/graphql?');
+}
+
+/** GraphQL clients get `{ errors: [...] }`; everyone else RFC 9457 problem details. */
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  const status = ERROR_STATUS[error.code];
+  const fields: readonly FieldError[] | undefined = error.fields?.length ? error.fields : undefined;
+  if (isGraphQLPath(request)) {
+    return reply
+      .code(status)
+      .type('application/json; charset=utf-8')
+      .send({ errors: [{ message: error.message, extensions: { code: error.code, ...(fields ? { fields } : {}) } }] });
+  }
+  return reply
+    .code(status)
+    .type('application/problem+json; charset=utf-8')
+    .send({
+      type: `urn:creature-registry:error:${error.code.toLowerCase().replace(/_/g, '-')}`,
+      title: TITLES[error.code],
+      status,
+      detail: error.message,
+      code: error.code,
+      ...(fields ? { fields } : {}),
+    });
+}
+
+export function registerErrorHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const appError = toAppError(error);
+    if (appError.code === 'INTERNAL_SERVER_ERROR') request.log.error({ err: error }, 'unexpected error');
+    else if (appError.code === 'SERVICE_UNAVAILABLE') request.log.error({ err: error }, 'database unavailable');
+    return sendError(request, reply, appError);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, new AppError('NOT_FOUND', `No route for ${request.method} ${request.url.split('?')[0]}`)),
+  );
+}

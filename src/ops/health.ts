@@ -1,0 +1,28 @@
+import type { FastifyInstance } from 'fastify';
+import type { DataSource } from 'typeorm';
+
+const PING_TIMEOUT_MS = 2000;
+
+async function ping(dataSource: DataSource): Promise<boolean> {
+  if (!dataSource.isInitialized) return false;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([dataSource.query('SELECT 1').then(() => true), timeout]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Liveness never touches the database; readiness is a database ping. */
+export function registerHealthRoutes(app: FastifyInstance, dataSource: DataSource): void {
+  app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { logLevel: 'warn' }, async (_request, reply) => {
+    if (await ping(dataSource)) return { status: 'ready' };
+    return reply.code(503).send({ status: 'unavailable', code: 'SERVICE_UNAVAILABLE' });
+  });
+}

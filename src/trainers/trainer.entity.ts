@@ -1,0 +1,52 @@
+import { Field, ID, ObjectType } from 'type-graphql';
+import { Column, Entity, Index, OneToMany, PrimaryGeneratedColumn, type Relation } from 'typeorm';
+import type { Creature } from '../creatures/creature.entity';
+import { Team } from './team';
+
+/**
+ * A registered trainer. `email`, `creaturesOwned` and `creatures` are GraphQL fields
+ * defined by TrainerResolver, because they depend on the caller or need batching.
+ */
+@ObjectType({ description: 'A registered trainer. The password is never exposed.' })
+@Entity({ name: 'trainer' })
+@Index('UQ_trainer_nickname_key', ['nicknameKey'], { unique: true })
+@Index('UQ_trainer_email', ['email'], { unique: true })
+export class Trainer {
+  @Field(() => ID)
+  @PrimaryGeneratedColumn({ type: 'int' })
+  id!: number;
+
+  @Field()
+  @Column({ type: 'varchar', length: 32 })
+  nickname!: string;
+
+  /** Lower-cased nickname: the unique index that makes nicknames case-insensitive. */
+  @Column({ name: 'nickname_key', type: 'varchar', length: 32 })
+  nicknameKey!: string;
+
+  @Field()
+  @Column({ name: 'first_name', type: 'varchar', length: 64 })
+  firstName!: string;
+
+  @Field()
+  @Column({ name: 'last_name', type: 'varchar', length: 64 })
+  lastName!: string;
+
+  /** Stored lower-cased; exposed only to the trainer itself (see TrainerResolver.email). */
+  @Column({ type: 'varchar', length: 254 })
+  email!: string;
+
+  @Column({ name: 'password_hash', type: 'varchar', length: 255, select: false })
+  passwordHash!: string;
+
+  @Field(() => Team)
+  @Column({ type: 'varchar', length: 8 })
+  team!: Team;
+
+  @Field()
+  @Column({ name: 'created_at', type: 'datetime', precision: 3 })
+  createdAt!: Date;
+
+  @OneToMany('Creature', (creature: Creature) => creature.trainer)
+  creatures?: Relation<Creature[]>;
+}

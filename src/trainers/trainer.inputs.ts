@@ -1,0 +1,41 @@
+import { IsEmail, IsEnum, Length, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { ArgsType, Field, InputType } from 'type-graphql';
+import { IsTrimmedText } from '../common/validation';
+import { Team } from './team';
+
+export const NICKNAME_PATTERN = /^[A-Za-z0-9_.-]{3,32}$/;
+
+@InputType()
+export class RegisterTrainerInput {
+  @Field()
+  @Matches(NICKNAME_PATTERN, { message: 'must be 3 to 32 characters of A-Z a-z 0-9 _ . -' })
+  nickname!: string;
+
+  @Field()
+  @IsTrimmedText(1, 64)
+  firstName!: string;
+
+  @Field()
+  @IsTrimmedText(1, 64)
+  lastName!: string;
+
+  @Field()
+  @MaxLength(254, { message: 'must be at most 254 characters' })
+  @IsEmail({}, { message: 'must be a valid email address' })
+  email!: string;
+
+  @Field()
+  @Length(8, 128, { message: 'must be 8 to 128 characters' })
+  password!: string;
+
+  @Field(() => Team)
+  @IsEnum(Team, { message: 'must be VALOR, INSTINCT or MYSTIC' })
+  team!: Team;
+}
+
+@ArgsType()
+export class RegisterTrainerArgs {
+  @Field(() => RegisterTrainerInput)
+  @ValidateNested()
+  input!: RegisterTrainerInput;
+}

@@ -1,0 +1,66 @@
+import { Args, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { IdArgs, PageArgs } from '../common/args';
+import { parseId } from '../common/validation';
+import { Creature } from '../creatures/creature.entity';
+import type { GraphQLContext } from '../graphql/context';
+import { Viewer } from '../graphql/viewer.decorator';
+import { TrainerPage } from './trainer-page.type';
+import { Trainer } from './trainer.entity';
+import { RegisterTrainerArgs } from './trainer.inputs';
+
+@Resolver(() => Trainer)
+export class TrainerResolver {
+  @Authorized()
+  @Query(() => Trainer, { description: 'The authenticated trainer.' })
+  me(@Viewer() viewer: Trainer): Trainer {
+    return viewer;
+  }
+
+  @Authorized()
+  @Query(() => Trainer, { nullable: true, description: 'A trainer by id, or null when there is none.' })
+  trainer(@Args() { id }: IdArgs, @Ctx() ctx: GraphQLContext): Promise<Trainer | null> {
+    return ctx.loaders.trainerById.load(parseId(id)!);
+  }
+
+  @Authorized()
+  @Query(() => TrainerPage, { description: 'A page of trainers. limit 1..100, offset >= 0.' })
+  trainers(@Args() { limit, offset }: PageArgs, @Ctx() ctx: GraphQLContext): Promise<TrainerPage> {
+    return ctx.services.trainers.page(limit, offset);
+  }
+
+  @Mutation(() => Trainer, { description: 'Create a trainer account. Needs no token.' })
+  async registerTrainer(@Args() { input }: RegisterTrainerArgs, @Ctx() ctx: GraphQLContext): Promise<Trainer> {
+    const trainer = await ctx.services.trainers.register(input);
+    ctx.selfIds.add(trainer.id);
+    return trainer;
+  }
+
+  @FieldResolver(() => String, {
+    nullable: true,
+    description:
+      'Visible only to the trainer itself (including the answers of registerTrainer and authenticate); null for every other caller.',
+  })
+  async email(@Root() trainer: Trainer, @Ctx() ctx: GraphQLContext): Promise<string | null> {
+    if (ctx.selfIds.has(trainer.id)) return trainer.email;
+    const viewer = await ctx.auth.viewer();
+    return viewer?.id === trainer.id ? trainer.email : null;
+  }
+
+  @FieldResolver(() => Int, { description: 'How many creatures this trainer owns.' })
+  creaturesOwned(@Root() trainer: Trainer, @Ctx() ctx: GraphQLContext): Promise<number> {
+    return ctx.loaders.creatureCount.load(trainer.id);
+  }
+
+  @FieldResolver(() => [Creature], { description: "This trainer's creatures, oldest first (by id)." })
+  creatures(@Root() trainer: Trainer, @Args() { limit, offset }: PageArgs, @Ctx() ctx: GraphQLContext): Promise<Creature[]> {
+    return ctx.loaders.creaturePage(limit, offset).load(trainer.id);
+  }
+}
+
+@Resolver(() => TrainerPage)
+export class TrainerPageResolver {
+  @FieldResolver(() => Int, { description: 'Number of trainers in the registry (all pages).' })
+  totalCount(@Ctx() ctx: GraphQLContext): Promise<number> {
+    return ctx.services.trainers.count();
+  }
+}
