@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Config } from './config';
-import { createDataSource } from './db/data-source';
+import { createDataSource, type DataSourceExtras } from './db/data-source';
 import { runMigrations } from './db/migrate';
 import { registerGraphQL } from './graphql/plugin';
 import { registerErrorHandlers } from './http-errors';
@@ -18,10 +18,15 @@ declare module 'fastify' {
   }
 }
 
+export interface BuildOptions {
+  /** Called with every SQL statement the app sends (tests and the benchmark count statements). */
+  readonly onQuery?: DataSourceExtras['onQuery'];
+}
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the whole service on one database; it never listens (main.ts does). Close it with app.close(). */
-export async function buildApp(config: Config): Promise<FastifyInstance> {
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -38,7 +43,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
 
-  const dataSource = createDataSource(config.database);
+  const dataSource = createDataSource(config.database, { onQuery: options.onQuery });
   try {
     await dataSource.initialize();
     await runMigrations(dataSource);

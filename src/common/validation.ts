@@ -48,7 +48,8 @@ export function IsTrimmedText(min: number, max: number, options?: ValidationOpti
 function flatten(errors: readonly ValidationError[], prefix: string, out: FieldError[]): FieldError[] {
   for (const error of errors) {
     const field = [prefix, error.property].filter(Boolean).join('.') || 'input';
-    for (const message of Object.values(error.constraints ?? {})) out.push({ field, message });
+    const messages = Object.values(error.constraints ?? {});
+    if (messages.length > 0) out.push({ field, message: messages.join('; ') });
     if (error.children?.length) flatten(error.children, field, out);
   }
   return out;

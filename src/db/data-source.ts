@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DataSource, type DataSourceOptions, type LoggerOptions } from 'typeorm';
+import { DataSource, type DataSourceOptions, type Logger, type LoggerOptions } from 'typeorm';
 import type { DatabaseConfig } from '../config';
 import { Creature } from '../creatures/creature.entity';
 import { Trainer } from '../trainers/trainer.entity';
@@ -12,6 +12,13 @@ export interface DataSourceExtras {
   /** Creates the schema from the entities instead of running migrations (tests of the CLI only). */
   readonly synchronize?: boolean;
   readonly logging?: LoggerOptions;
+  /** Called with every SQL statement sent (tests and the benchmark count them). */
+  readonly onQuery?: (sql: string) => void;
+}
+
+function queryListener(onQuery: (sql: string) => void): Logger {
+  const ignore = () => undefined;
+  return { logQuery: (sql) => onQuery(sql), logQueryError: ignore, logQuerySlow: ignore, logSchemaBuild: ignore, logMigration: ignore, log: ignore };
 }
 
 export function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): DataSourceOptions {
@@ -20,7 +27,8 @@ export function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras =
     migrations,
     migrationsTableName: 'migrations',
     synchronize: extras.synchronize ?? false,
-    logging: extras.logging ?? false,
+    logging: extras.onQuery ? (['query'] as LoggerOptions) : (extras.logging ?? false),
+    ...(extras.onQuery ? { logger: queryListener(extras.onQuery) } : {}),
   } as const;
   if (db.type === 'sqlite') {
     if (db.path !== ':memory:') mkdirSync(dirname(db.path), { recursive: true });

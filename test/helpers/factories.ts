@@ -1,0 +1,67 @@
+import type { FastifyInstance } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import { hashPassword } from '../../src/auth/password';
+import { TokenIssuer } from '../../src/auth/jwt';
+import { Creature } from '../../src/creatures/creature.entity';
+import { creatureNameKey } from '../../src/creatures/creature.service';
+import { Team } from '../../src/trainers/team';
+import { Trainer } from '../../src/trainers/trainer.entity';
+import { TEST_JWT_SECRET } from './app';
+
+export const TEST_PASSWORD = 'correct-horse-battery';
+
+let sharedHash: Promise<string> | undefined;
+/** One real scrypt hash of TEST_PASSWORD, reused so that setting up many trainers stays fast. */
+const passwordHash = () => (sharedHash ??= hashPassword(TEST_PASSWORD));
+
+export const unique = (prefix = 't'): string => `${prefix}${randomBytes(5).toString('hex')}`;
+
+export interface TrainerFixture {
+  trainer: Trainer;
+  token: string;
+  email: string;
+}
+
+export function tokenFor(trainerId: number): string {
+  return new TokenIssuer(TEST_JWT_SECRET, 3600).issue(trainerId).token;
+}
+
+/** A trainer row with a unique nickname and email (who can log in with TEST_PASSWORD), and a token. */
+export async function createTrainer(app: FastifyInstance, overrides: Partial<Trainer> = {}): Promise<TrainerFixture> {
+  const nickname = overrides.nickname ?? unique('tr_');
+  const email = overrides.email ?? `${nickname.toLowerCase()}@example.test`;
+  const repo = app.dataSource.getRepository(Trainer);
+  const trainer = repo.create({
+    nickname,
+    nicknameKey: nickname.toLowerCase(),
+    firstName: 'Test',
+    lastName: 'Trainer',
+    email,
+    passwordHash: await passwordHash(),
+    team: Team.MYSTIC,
+    createdAt: new Date(),
+    ...overrides,
+  });
+  await repo.insert(trainer);
+  return { trainer, token: tokenFor(trainer.id), email };
+}
+
+export async function createCreature(
+  app: FastifyInstance,
+  trainerId: number,
+  overrides: Partial<Creature> = {},
+): Promise<Creature> {
+  const name = overrides.name ?? unique('cr_');
+  const repo = app.dataSource.getRepository(Creature);
+  const creature = repo.create({
+    name,
+    nameKey: creatureNameKey(name),
+    speciesId: 25,
+    level: 5,
+    trainerId,
+    createdAt: new Date(),
+    ...overrides,
+  });
+  await repo.insert(creature);
+  return creature;
+}
