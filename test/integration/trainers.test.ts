@@ -1,0 +1,117 @@
+import { databases, startTestApp, type TestApp } from '../helpers/app';
+import { createCreature, createTrainer, type TrainerFixture } from '../helpers/factories';
+import { errorCode, gql } from '../helpers/graphql';
+
+const TRAINER = `query Trainer($id: ID!) { trainer(id: $id) { id nickname email team creaturesOwned createdAt } }`;
+const PAGE = `query Page($limit: Int!, $offset: Int!) {
+  trainers(limit: $limit, offset: $offset) { limit offset totalCount items { id email } }
+}`;
+
+describe.each(databases)('reading trainers on %s', (kind) => {
+  let t: TestApp;
+  let viewer: TrainerFixture;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    viewer = await createTrainer(t.app);
+  });
+  afterAll(async () => t.close());
+
+  it('returns a trainer by id with its creature count, and its email only to itself', async () => {
+    const other = await createTrainer(t.app);
+    await createCreature(t.app, other.trainer.id);
+    await createCreature(t.app, other.trainer.id);
+
+    const seenByViewer = await gql(t.app, TRAINER, { id: String(other.trainer.id) }, viewer.token);
+    expect(seenByViewer.data.trainer).toMatchObject({
+      id: String(other.trainer.id),
+      nickname: other.trainer.nickname,
+      email: null,
+      team: 'MYSTIC',
+      creaturesOwned: 2,
+    });
+    const seenByItself = await gql(t.app, TRAINER, { id: String(other.trainer.id) }, other.token);
+    expect(seenByItself.data.trainer.email).toBe(other.email);
+  });
+
+  it('answers null for an id that does not exist', async () => {
+    const res = await gql(t.app, TRAINER, { id: '2147483647' }, viewer.token);
+    expect(res.errors).toBeUndefined();
+    expect(res.data.trainer).toBeNull();
+  });
+
+  it.each(['abc', '-1', '0', '1.5', '1e3', '99999999999999999999', "1' OR '1'='1", '', ' 1'])(
+    'rejects the malformed id %j as BAD_USER_INPUT',
+    async (id) => {
+      const res = await gql(t.app, TRAINER, { id }, viewer.token);
+      expect(errorCode(res)).toBe('BAD_USER_INPUT');
+      expect(res.errors![0]!.extensions!.fields).toEqual([{ field: 'id', message: expect.any(String) }]);
+    },
+  );
+
+  it('pages trainers by id ascending, with the total and only the caller’s own email', async () => {
+    const made = [await createTrainer(t.app), await createTrainer(t.app), await createTrainer(t.app)];
+    const all = await gql(t.app, PAGE, { limit: 100, offset: 0 }, made[1]!.token);
+    const ids: string[] = all.data.trainers.items.map((i: { id: string }) => i.id);
+    expect(ids.map(Number)).toEqual([...ids.map(Number)].sort((a, b) => a - b));
+    expect(all.data.trainers.totalCount).toBe(ids.length);
+    for (const item of all.data.trainers.items) {
+      expect(item.email).toBe(item.id === String(made[1]!.trainer.id) ? made[1]!.email : null);
+    }
+
+    const start = ids.indexOf(String(made[0]!.trainer.id));
+    const page = await gql(t.app, PAGE, { limit: 2, offset: start }, viewer.token);
+    expect(page.data.trainers).toMatchObject({ limit: 2, offset: start, totalCount: ids.length });
+    expect(page.data.trainers.items.map((i: { id: string }) => i.id)).toEqual([
+      String(made[0]!.trainer.id),
+      String(made[1]!.trainer.id),
+    ]);
+    const beyond = await gql(t.app, PAGE, { limit: 5, offset: 1_000_000 }, viewer.token);
+    expect(beyond.data.trainers.items).toEqual([]);
+  });
+
+  it('uses limit 20 and offset 0 by default', async () => {
+    const res = await gql(t.app, '{ trainers { limit offset } }', {}, viewer.token);
+    expect(res.data.trainers).toEqual({ limit: 20, offset: 0 });
+  });
+
+  it.each([
+    ['limit', { limit: 0, offset: 0 }],
+    ['limit', { limit: 101, offset: 0 }],
+    ['limit', { limit: -1, offset: 0 }],
+    ['offset', { limit: 10, offset: -1 }],
+  ])('rejects an out-of-range %s (%j) as BAD_USER_INPUT, not clamped', async (field, variables) => {
+    const res = await gql(t.app, PAGE, variables, viewer.token);
+    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(res.errors![0]!.extensions!.fields).toEqual([{ field, message: expect.any(String) }]);
+  });
+
+  it.each([
+    ['a fractional variable', PAGE, { limit: 1.5, offset: 0 }],
+    ['a string variable', PAGE, { limit: '5', offset: 0 }],
+    ['an offset beyond 32 bits', PAGE, { limit: 5, offset: 2 ** 40 }],
+    ['a fractional literal', '{ trainers(limit: 1.5) { limit } }', {}],
+    ['a string literal', '{ trainers(offset: "x") { limit } }', {}],
+    ['an unknown argument', '{ trainers(first: 2) { limit } }', {}],
+  ])('rejects %s as BAD_USER_INPUT', async (_name, query, variables) => {
+    const res = await gql(t.app, query, variables, viewer.token);
+    expect(res.status).toBe(400);
+    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+  });
+
+  it('limits a trainer’s creatures list the same way', async () => {
+    const res = await gql(t.app, '{ me { creatures(limit: 0) { id } } }', {}, viewer.token);
+    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(res.errors![0]!.extensions!.fields).toEqual([{ field: 'limit', message: expect.any(String) }]);
+  });
+
+  it('shows the caller its own email through me', async () => {
+    const res = await gql(t.app, '{ me { id email creaturesOwned } }', {}, viewer.token);
+    expect(res.data.me).toEqual({ id: String(viewer.trainer.id), email: viewer.email, creaturesOwned: 0 });
+  });
+
+  it('asks for a token on every query', async () => {
+    for (const query of ['{ me { id } }', '{ trainer(id: "1") { id } }', '{ trainers { limit } }', '{ creature(id: "1") { id } }']) {
+      expect(errorCode(await gql(t.app, query))).toBe('UNAUTHENTICATED');
+    }
+  });
+});
