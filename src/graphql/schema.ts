@@ -1,10 +1,11 @@
-import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphql';
+import { printSchema, type GraphQLSchema } from 'graphql';
 import { buildSchema } from 'type-graphql';
 import { AuthResolver } from '../auth/auth.resolver';
 import { validateOrThrow } from '../common/validation';
 import { CreatureResolver } from '../creatures/creature.resolver';
 import { TrainerPageResolver, TrainerResolver } from '../trainers/trainer.resolver';
 import { authChecker } from './auth-checker';
+import { DateTimeISO } from './scalars';
 
 export const resolvers = [TrainerResolver, TrainerPageResolver, CreatureResolver, AuthResolver] as const;
 
@@ -12,6 +13,7 @@ export function buildGraphQLSchema(): Promise<GraphQLSchema> {
   return buildSchema({
     resolvers,
     authChecker,
+    scalarsMap: [{ type: Date, scalar: DateTimeISO }],
     // Every resolver takes an @ArgsType class, so field paths in errors read `input.level`, `limit`.
     validateFn: async (value) => {
       if (value !== null && typeof value === 'object') await validateOrThrow(value);
@@ -19,7 +21,7 @@ export function buildGraphQLSchema(): Promise<GraphQLSchema> {
   });
 }
 
-/** The SDL committed as schema.graphql: sorted, so diffs show only real changes. */
+/** The SDL committed as schema.graphql, in the resolvers' declaration order (as contract.graphql reads). */
 export function printSchemaSDL(schema: GraphQLSchema): string {
-  return `${printSchema(lexicographicSortSchema(schema))}\n`;
+  return `${printSchema(schema)}\n`;
 }
