@@ -51,5 +51,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const code = driverError(error)?.code;
   if (code && UNAVAILABLE_CODES.has(code)) return true;
   const message = error instanceof Error ? error.message : '';
-  return /Pool is closed|Connection lost|connect ETIMEDOUT|Can't add new command when connection is in closed state/i.test(message);
+  // The pool or file is closed: the app is shutting down, or the database went away.
+  return /Pool is closed|Connection lost|connect ETIMEDOUT|Can't add new command when connection is in closed state|Connection is not established|database connection is not open/i.test(
+    message,
+  );
 }

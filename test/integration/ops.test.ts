@@ -1,0 +1,115 @@
+import { databases, startTestApp, type TestApp } from '../helpers/app';
+import { createTrainer } from '../helpers/factories';
+import { errorCode, gql } from '../helpers/graphql';
+
+describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(kind, { BODY_LIMIT: '2048' });
+  });
+  afterAll(async () => t.close());
+
+  it('answers /healthz and /readyz while the database answers', async () => {
+    const health = await t.app.inject({ method: 'GET', url: '/healthz' });
+    expect(health.statusCode).toBe(200);
+    expect(health.json()).toEqual({ status: 'ok' });
+    const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(200);
+  });
+
+  it('echoes a given x-request-id and makes one up otherwise', async () => {
+    const given = await t.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'abc-123' } });
+    expect(given.headers['x-request-id']).toBe('abc-123');
+    const made = await t.app.inject({ method: 'GET', url: '/healthz' });
+    expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('serves the Apollo Sandbox landing page to a browser at GET /graphql in development', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/graphql', headers: { accept: 'text/html' } });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/text\/html/);
+    expect(res.body).toMatch(/sandbox/i);
+  });
+
+  it('answers bad JSON on /graphql with 400 BAD_USER_INPUT in GraphQL shape', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"query": ',
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors[0].extensions.code).toBe('BAD_USER_INPUT');
+  });
+
+  it('answers a body over BODY_LIMIT with 413 PAYLOAD_TOO_LARGE', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ query: `{ me { id } } #${'x'.repeat(4096)}` }),
+    });
+    expect(res.statusCode).toBe(413);
+    expect(res.json().errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('rejects a syntax error and an unknown field as BAD_USER_INPUT', async () => {
+    expect(errorCode(await gql(t.app, '{ me { id '))).toBe('BAD_USER_INPUT');
+    expect(errorCode(await gql(t.app, '{ me { password } }'))).toBe('BAD_USER_INPUT');
+  });
+
+  it('rejects a batched (array) request with 400', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify([{ query: '{ __typename }' }, { query: '{ __typename }' }]),
+    });
+    expect(res.statusCode).toBe(400);
+  });
+
+  it('answers an unknown path with 404 problem+json', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/nowhere' });
+    expect(res.statusCode).toBe(404);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.json()).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+  });
+
+  it('masks an unexpected database error as INTERNAL_SERVER_ERROR with no SQL or driver text', async () => {
+    const { token } = await createTrainer(t.app);
+    await t.app.dataSource.query('ALTER TABLE creature RENAME TO creature_gone');
+    try {
+      const res = await gql(t.app, '{ me { creaturesOwned } }', {}, token);
+      expect(errorCode(res)).toBe('INTERNAL_SERVER_ERROR');
+      expect(res.errors![0]!.message).toBe('Internal server error');
+      expect(res.errors![0]!.extensions).toEqual({ code: 'INTERNAL_SERVER_ERROR' });
+      expect(JSON.stringify(res.errors)).not.toMatch(/creature_gone|SELECT|SQLITE_|ER_NO_SUCH|stack|\.ts\b/);
+    } finally {
+      await t.app.dataSource.query('ALTER TABLE creature_gone RENAME TO creature');
+    }
+  });
+
+  it('reports /readyz 503 SERVICE_UNAVAILABLE and database errors as SERVICE_UNAVAILABLE once the database is gone', async () => {
+    const { token } = await createTrainer(t.app);
+    await t.app.dataSource.destroy();
+    const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    const res = await gql(t.app, '{ me { id } }', {}, token);
+    expect(errorCode(res)).toBe('SERVICE_UNAVAILABLE');
+  });
+});
+
+describe('production mode', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp('sqlite', { NODE_ENV: 'production' });
+  });
+  afterAll(async () => t.close());
+
+  it('serves no Sandbox landing page and refuses introspection', async () => {
+    const page = await t.app.inject({ method: 'GET', url: '/graphql', headers: { accept: 'text/html' } });
+    expect(page.body).not.toMatch(/sandbox/i);
+    const introspection = await gql(t.app, '{ __schema { types { name } } }');
+    expect(errorCode(introspection)).toBe('BAD_USER_INPUT');
+  });
+});
