@@ -1,0 +1,101 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig, parseDuration } from '../../src/config';
+
+const SECRET = 's'.repeat(32);
+
+describe('loadConfig', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'registry-config-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const sqlite = () => `sqlite:${join(dir, 'db.sqlite')}`;
+
+  it('applies the documented defaults', () => {
+    const config = loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET });
+    expect(config).toMatchObject({
+      port: 4000,
+      host: '0.0.0.0',
+      nodeEnv: 'development',
+      isProduction: false,
+      jwtTtlSeconds: 3600,
+      logLevel: 'info',
+      corsOrigins: [],
+      graphqlIntrospection: true,
+      sandbox: true,
+      bodyLimit: 102400,
+    });
+    expect(config.database).toEqual({ type: 'sqlite', path: join(dir, 'db.sqlite') });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('defaults to ./data/registry.sqlite', () => {
+    const config = loadConfig({ JWT_SECRET: SECRET });
+    expect(config.database).toEqual({ type: 'sqlite', path: join(process.cwd(), 'data', 'registry.sqlite') });
+  });
+
+  it('reads a MySQL URL, CORS origins and a TTL', () => {
+    const config = loadConfig({
+      DATABASE_URL: 'mysql://user:pass@db.internal:3306/registry',
+      JWT_SECRET: SECRET,
+      CORS_ORIGINS: 'https://app.example.com, http://localhost:3000',
+      JWT_TTL: '15m',
+    });
+    expect(config.database).toEqual({ type: 'mysql', url: 'mysql://user:pass@db.internal:3306/registry' });
+    expect(config.corsOrigins).toEqual(['https://app.example.com', 'http://localhost:3000']);
+    expect(config.jwtTtlSeconds).toBe(900);
+  });
+
+  it.each([
+    ['PORT', { PORT: 'eighty' }],
+    ['PORT', { PORT: '70000' }],
+    ['DATABASE_URL', { DATABASE_URL: 'postgres://x/y' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://host-without-database' }],
+    ['JWT_TTL', { JWT_TTL: 'forever' }],
+    ['NODE_ENV', { NODE_ENV: 'staging' }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['CORS_ORIGINS', { CORS_ORIGINS: 'not a url' }],
+    ['BODY_LIMIT', { BODY_LIMIT: '-5' }],
+    ['GRAPHQL_INTROSPECTION', { GRAPHQL_INTROSPECTION: 'maybe' }],
+    ['JWT_SECRET', { JWT_SECRET: 'short' }],
+  ])('fails with one line naming %s', (name, env) => {
+    const load = () => loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET, ...env });
+    expect(load).toThrow(ConfigError);
+    expect(load).toThrow(new RegExp(`^Invalid configuration: ${name} [^\\n]+$`));
+  });
+
+  it('refuses to start in production without a JWT_SECRET', () => {
+    expect(() => loadConfig({ DATABASE_URL: sqlite(), NODE_ENV: 'production' })).toThrow(
+      /^Invalid configuration: JWT_SECRET is required in production/,
+    );
+  });
+
+  it('turns Sandbox and introspection off in production unless asked for', () => {
+    const prod = loadConfig({ DATABASE_URL: sqlite(), NODE_ENV: 'production', JWT_SECRET: SECRET });
+    expect(prod).toMatchObject({ graphqlIntrospection: false, sandbox: false, isProduction: true });
+    const forced = loadConfig({ DATABASE_URL: sqlite(), NODE_ENV: 'production', JWT_SECRET: SECRET, GRAPHQL_INTROSPECTION: 'true' });
+    expect(forced.graphqlIntrospection).toBe(true);
+  });
+
+  it('generates a development secret once in the data folder and reuses it', () => {
+    const first = loadConfig({ DATABASE_URL: sqlite() });
+    const second = loadConfig({ DATABASE_URL: sqlite() });
+    expect(Buffer.byteLength(first.jwtSecret)).toBeGreaterThanOrEqual(32);
+    expect(second.jwtSecret).toBe(first.jwtSecret);
+    expect(readFileSync(join(dir, 'jwt-secret'), 'utf8').trim()).toBe(first.jwtSecret);
+  });
+});
+
+describe('parseDuration', () => {
+  it.each([
+    ['90', 90],
+    ['90s', 90],
+    ['15m', 900],
+    ['1h', 3600],
+    ['7d', 604800],
+  ])('reads %s as %d seconds', (text, seconds) => expect(parseDuration(text)).toBe(seconds));
+
+  it.each(['', '1x', '-1h', '0', '1.5h', '500ms'])('rejects %j', (text) => expect(parseDuration(text)).toBeUndefined());
+});
