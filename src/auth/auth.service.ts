@@ -25,7 +25,10 @@ export class AuthService {
   constructor(
     private readonly trainers: TrainerService,
     private readonly tokens: TokenIssuer,
-  ) {}
+  ) {
+    // Computed ahead, so the first unknown email costs no more than any other login.
+    decoyHash().catch(() => undefined);
+  }
 
   /**
    * Unknown email and wrong password give the same answer after the same work: a missing

@@ -99,6 +99,33 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
   });
 });
 
+describe('CORS', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp('sqlite', { CORS_ORIGINS: 'https://app.example.com' });
+  });
+  afterAll(async () => t.close());
+
+  const preflight = (origin: string) =>
+    t.app.inject({
+      method: 'OPTIONS',
+      url: '/graphql',
+      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,authorization' },
+    });
+
+  it('lets a listed origin call from a browser', async () => {
+    const res = await preflight('https://app.example.com');
+    expect(res.statusCode).toBe(204);
+    expect(res.headers['access-control-allow-origin']).toBe('https://app.example.com');
+    expect(String(res.headers['access-control-allow-headers'])).toMatch(/authorization/i);
+  });
+
+  it('gives any other origin no CORS permission', async () => {
+    const res = await preflight('https://evil.example.net');
+    expect(res.headers['access-control-allow-origin']).toBeUndefined();
+  });
+});
+
 describe('production mode', () => {
   let t: TestApp;
   beforeAll(async () => {
