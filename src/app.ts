@@ -7,8 +7,10 @@ import type { Config } from './config';
 import { createDataSource, type DataSourceExtras } from './db/data-source';
 import { runMigrations } from './db/migrate';
 import { registerGraphQL } from './graphql/plugin';
-import { registerErrorHandlers } from './http-errors';
+import { clientErrorHandler, registerErrorHandlers } from './http-errors';
+import { registerDocs } from './ops/docs';
 import { registerHealthRoutes } from './ops/health';
+import { restRoutes } from './rest/routes';
 import { createServices, type Services } from './services';
 
 declare module 'fastify' {
@@ -33,6 +35,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       redact: ['req.headers.authorization', 'req.headers.cookie'],
     },
     bodyLimit: config.bodyLimit,
+    clientErrorHandler,
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
@@ -63,7 +66,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       exposedHeaders: ['X-Request-Id', 'Location', 'Retry-After'],
       maxAge: 600,
     });
+    // Anything but JSON is 415 on both transports (a text/plain POST would also dodge CSRF checks).
+    app.removeContentTypeParser('text/plain');
     registerHealthRoutes(app, dataSource);
+    await registerDocs(app);
+    await app.register(restRoutes, { services });
     await registerGraphQL(app, config, services);
     await app.ready();
     return app;

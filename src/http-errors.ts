@@ -76,3 +76,21 @@ export function registerErrorHandlers(app: FastifyInstance): void {
     sendError(request, reply, new AppError('NOT_FOUND', `No route for ${request.method} ${request.url.split('?')[0]}`)),
   );
 }
+
+/** Requests Node's HTTP parser rejects (bad Content-Length, broken headers) still get a catalogue answer. */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: import('node:net').Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({
+    type: 'urn:creature-registry:error:bad-user-input',
+    title: TITLES.BAD_USER_INPUT,
+    status: 400,
+    detail: 'Malformed HTTP request',
+    code: 'BAD_USER_INPUT',
+  });
+  socket.end(
+    `HTTP/1.1 400 Bad Request\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

@@ -1,3 +1,4 @@
+import { isCleanText } from '../common/text';
 import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerService } from '../trainers/trainer.service';
@@ -37,7 +38,9 @@ export class AuthService {
   async authenticate(email: string, password: string): Promise<Authentication> {
     const credentials = await this.trainers.credentials(email);
     const matches = await verifyPassword(password, credentials?.passwordHash ?? (await decoyHash()));
-    if (!credentials || !matches) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
+    // No stored password has control characters; without this check scrypt would take
+    // "secret\0" for "secret" (its HMAC pads keys with zero bytes).
+    if (!credentials || !matches || !isCleanText(password)) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
     const trainer = await this.trainers.findById(credentials.id);
     if (!trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
     const { token, expiresAt } = this.tokens.issue(trainer.id);

@@ -1,9 +1,9 @@
-import { registerDecorator, validate, type ValidationError, type ValidationOptions } from 'class-validator';
+import { isEmail, registerDecorator, validate, type ValidationError, type ValidationOptions } from 'class-validator';
 import { AppError, type FieldError } from '../errors';
+import { codePoints, isCleanText, normalizeEmail, normalizeText } from './text';
 
 export const MAX_ID = 2147483647;
 const ID_PATTERN = /^[1-9]\d{0,9}$/;
-const CONTROL_CHARS = /[\u0000-\u001F\u007F]/;
 
 /** A positive 32-bit integer id, from a GraphQL ID (string) or a number; undefined when malformed. */
 export function parseId(value: unknown): number | undefined {
@@ -24,25 +24,56 @@ export function IsEntityId(options?: ValidationOptions): PropertyDecorator {
     });
 }
 
-/** Text whose length after trimming is within bounds (counted in code points) and holds no control characters. */
-export function IsTrimmedText(min: number, max: number, options?: ValidationOptions): PropertyDecorator {
+function textRule(
+  name: string,
+  message: string,
+  test: (value: string) => boolean,
+  options?: ValidationOptions,
+): PropertyDecorator {
   return (target, propertyName) =>
     registerDecorator({
-      name: 'isTrimmedText',
+      name,
       target: target.constructor,
       propertyName: String(propertyName),
-      options: {
-        message: `must be ${min} to ${max} characters after trimming, without control characters`,
-        ...options,
-      },
-      validator: {
-        validate: (value: unknown) => {
-          if (typeof value !== 'string' || CONTROL_CHARS.test(value)) return false;
-          const length = [...value.trim()].length;
-          return length >= min && length <= max;
-        },
-      },
+      options: { message, ...options },
+      validator: { validate: (value: unknown) => typeof value === 'string' && isCleanText(value) && test(value) },
     });
+}
+
+/** Text whose length once trimmed and NFC-normalised (as stored) is within bounds, in code points. */
+export function IsTrimmedText(min: number, max: number, options?: ValidationOptions): PropertyDecorator {
+  return textRule(
+    'isTrimmedText',
+    `must be ${min} to ${max} characters after trimming, without control characters`,
+    (value) => {
+      const length = codePoints(normalizeText(value));
+      return length >= min && length <= max;
+    },
+    options,
+  );
+}
+
+/** An email address of at most `max` characters as it will be stored (trimmed, NFC, lower-cased). */
+export function IsEmailAddress(max: number, options?: ValidationOptions): PropertyDecorator {
+  return textRule(
+    'isEmailAddress',
+    `must be a valid email address of at most ${max} characters`,
+    (value) => {
+      const email = normalizeEmail(value);
+      return codePoints(email) <= max && isEmail(email);
+    },
+    options,
+  );
+}
+
+/** A password of min..max characters without control characters (scrypt would ignore trailing NULs). */
+export function IsPassword(min: number, max: number, options?: ValidationOptions): PropertyDecorator {
+  return textRule(
+    'isPassword',
+    `must be ${min} to ${max} characters, without control characters`,
+    (value) => codePoints(value) >= min && codePoints(value) <= max,
+    options,
+  );
 }
 
 function flatten(errors: readonly ValidationError[], prefix: string, out: FieldError[]): FieldError[] {

@@ -16,10 +16,10 @@ export class Creature {
   name!: string;
 
   /**
-   * Trimmed, lower-cased name: with trainerId, the unique index that rejects duplicates.
-   * Wider than `name` because lower-casing can lengthen a string (`İ` becomes two code points).
+   * The case-folded name (see creatureNameKey): with trainerId, the unique index that rejects
+   * duplicates. Wider than `name` because folding can lengthen a string (`ΐ` becomes three code points).
    */
-  @Column({ name: 'name_key', type: 'varchar', length: 64 })
+  @Column({ name: 'name_key', type: 'varchar', length: 128 })
   nameKey!: string;
 
   @Field(() => Int, { description: 'Species number, 1..100000.' })

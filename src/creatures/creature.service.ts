@@ -1,8 +1,9 @@
 import { In, type DataSource, type Repository } from 'typeorm';
 import type { Page } from '../common/args';
+import { foldCase, normalizeText } from '../common/text';
 import { isForeignKeyViolation, uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
-import type { Trainer } from '../trainers/trainer.entity';
+import { Trainer } from '../trainers/trainer.entity';
 import { Creature } from './creature.entity';
 
 export interface NewCreature {
@@ -11,14 +12,16 @@ export interface NewCreature {
   readonly level?: number;
 }
 
-/** What makes two names the same creature: trimmed, Unicode-normalised, lower-cased. */
-export const creatureNameKey = (name: string): string => name.trim().normalize('NFC').toLowerCase();
+/** What makes two names the same creature: trimmed, NFC, case-folded. */
+export const creatureNameKey = (name: string): string => foldCase(normalizeText(name));
 
 export class CreatureService {
   private readonly repo: Repository<Creature>;
+  private readonly trainerRepo: Repository<Trainer>;
 
   constructor(dataSource: DataSource) {
     this.repo = dataSource.getRepository(Creature);
+    this.trainerRepo = dataSource.getRepository(Trainer);
   }
 
   /** Only the trainer itself may add to its creatures; the unique index settles duplicates, even concurrent ones. */
@@ -26,7 +29,7 @@ export class CreatureService {
     if (trainerId !== viewer.id) {
       throw new AppError('FORBIDDEN', 'You can only create creatures for yourself');
     }
-    const name = input.name.trim().normalize('NFC');
+    const name = normalizeText(input.name);
     const creature = this.repo.create({
       name,
       nameKey: creatureNameKey(name),
@@ -54,12 +57,24 @@ export class CreatureService {
     return this.repo.findOneBy({ id });
   }
 
+  /** A creature by id within one trainer's: NOT_FOUND when it does not exist or belongs to someone else. */
+  async getOfTrainer(trainerId: number, id: number): Promise<Creature> {
+    const creature = await this.repo.findOneBy({ id, trainerId });
+    if (!creature) throw new AppError('NOT_FOUND', `Trainer ${trainerId} has no creature with id ${id}`);
+    return creature;
+  }
+
   /**
-   * Deletes one of the viewer's creatures and returns it as it was. The DELETE is guarded by
-   * the owner too, so a concurrent delete of the same creature reports NOT_FOUND, not success twice.
+   * Deletes one of the viewer's creatures and returns it as it was. With `trainerId` (the REST
+   * path's), the caller must be that trainer and the creature one of its own, else NOT_FOUND.
+   * The DELETE is guarded by the owner too, so a concurrent delete of the same creature
+   * reports NOT_FOUND, not success twice.
    */
-  async delete(viewer: Trainer, id: number): Promise<Creature> {
-    const creature = await this.repo.findOneBy({ id });
+  async delete(viewer: Trainer, id: number, trainerId?: number): Promise<Creature> {
+    if (trainerId !== undefined && trainerId !== viewer.id) {
+      throw new AppError('FORBIDDEN', 'You can only delete your own creatures');
+    }
+    const creature = trainerId === undefined ? await this.repo.findOneBy({ id }) : await this.repo.findOneBy({ id, trainerId });
     if (!creature) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
     if (creature.trainerId !== viewer.id) {
       throw new AppError('FORBIDDEN', 'You can only delete your own creatures');
@@ -69,9 +84,19 @@ export class CreatureService {
     return creature;
   }
 
-  async pageForTrainer(trainerId: number, limit: number, offset: number): Promise<Page<Creature>> {
-    const [items] = await this.pagesForTrainers([trainerId], limit, offset);
-    return { items: items ?? [], limit, offset };
+  /** One page of a trainer's creatures with their total; NOT_FOUND when there is no such trainer. */
+  async pageOfTrainer(trainerId: number, limit: number, offset: number): Promise<Page<Creature> & { totalCount: number }> {
+    const [[items], [totalCount], exists] = await Promise.all([
+      this.pagesForTrainers([trainerId], limit, offset),
+      this.countsForTrainers([trainerId]),
+      this.trainerExists(trainerId),
+    ]);
+    if (!exists) throw new AppError('NOT_FOUND', `No trainer with id ${trainerId}`);
+    return { items: items!, totalCount: totalCount!, limit, offset };
+  }
+
+  private trainerExists(id: number): Promise<boolean> {
+    return this.trainerRepo.existsBy({ id });
   }
 
   /**

@@ -12,16 +12,30 @@ function driverError(error: unknown): DriverError | undefined {
   return undefined;
 }
 
+/** Unique index name -> the column it guards, for the databases that name the index. */
+const INDEX_COLUMNS: Record<string, string> = {
+  UQ_trainer_email: 'email',
+  UQ_trainer_nickname_key: 'nickname_key',
+  UQ_creature_trainer_name: 'name_key',
+};
+
 /**
- * The name of the unique index a failed insert ran into, or undefined when the error is
- * something else. MariaDB names the key (`... for key 'UQ_trainer_email'`), SQLite the
- * columns (`UNIQUE constraint failed: trainer.email`), so both are returned as they come.
+ * The column whose unique index a failed insert ran into ('email', 'nickname_key',
+ * 'name_key'...), '' when it cannot be told, or undefined when the error is something else.
+ * MariaDB names the index (`Duplicate entry 'x' for key 'UQ_trainer_email'`: the value itself
+ * must not be read), SQLite the columns (`UNIQUE constraint failed: trainer.email`).
  */
 export function uniqueViolation(error: unknown): string | undefined {
   const e = driverError(error);
   if (!e) return undefined;
-  if (e.code === 'ER_DUP_ENTRY' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-    return e.message ?? '';
+  const message = e.message ?? '';
+  if (e.code === 'ER_DUP_ENTRY') {
+    const key = /for key '(?:[^'.]+\.)?([^']+)'$/.exec(message)?.[1];
+    return (key && INDEX_COLUMNS[key]) ?? '';
+  }
+  if (e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+    const columns = /UNIQUE constraint failed: (.+)$/.exec(message)?.[1] ?? '';
+    return columns.split(',').map((c) => c.trim().split('.').pop()).pop() ?? '';
   }
   return undefined;
 }

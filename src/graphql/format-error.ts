@@ -1,5 +1,5 @@
 import { unwrapResolverError } from '@apollo/server/errors';
-import type { GraphQLFormattedError } from 'graphql';
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import type { FastifyBaseLogger } from 'fastify';
 import { isDatabaseUnavailable } from '../db/errors';
 import { AppError, type ErrorCode, type FieldError } from '../errors';
@@ -44,6 +44,11 @@ export function createFormatError(log: FastifyBaseLogger) {
     const code = formatted.extensions?.code;
     if (typeof code === 'string' && CLIENT_ERROR_CODES.has(code)) {
       return shaped(formatted, 'BAD_USER_INPUT', formatted.message, variableFields(formatted.message));
+    }
+    // A GraphQLError with no cause and no path is about the request itself (an unsupported
+    // operation type, a persisted-query hash that does not match): the client's mistake.
+    if (error instanceof GraphQLError && !error.originalError && !formatted.path) {
+      return shaped(formatted, 'BAD_USER_INPUT', formatted.message);
     }
     if (isDatabaseUnavailable(original)) {
       log.error({ err: original }, 'database unavailable');

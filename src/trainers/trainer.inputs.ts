@@ -1,6 +1,6 @@
-import { IsEmail, IsEnum, Length, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { IsEnum, Matches, ValidateNested } from 'class-validator';
 import { ArgsType, Field, InputType } from 'type-graphql';
-import { IsTrimmedText } from '../common/validation';
+import { IsEmailAddress, IsPassword, IsTrimmedText } from '../common/validation';
 import { Team } from './team';
 
 export const NICKNAME_PATTERN = /^[A-Za-z0-9_.-]{3,32}$/;
@@ -20,12 +20,11 @@ export class RegisterTrainerInput {
   lastName!: string;
 
   @Field()
-  @MaxLength(254, { message: 'must be at most 254 characters' })
-  @IsEmail({}, { message: 'must be a valid email address' })
+  @IsEmailAddress(254)
   email!: string;
 
   @Field()
-  @Length(8, 128, { message: 'must be 8 to 128 characters' })
+  @IsPassword(8, 128)
   password!: string;
 
   @Field(() => Team)

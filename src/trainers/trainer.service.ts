@@ -1,5 +1,6 @@
 import { In, type DataSource, type Repository } from 'typeorm';
 import { hashPassword } from '../auth/password';
+import { normalizeEmail, normalizeText } from '../common/text';
 import type { Page } from '../common/args';
 import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
@@ -15,8 +16,6 @@ export interface NewTrainer {
   readonly team: Team;
 }
 
-export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
-
 export class TrainerService {
   private readonly repo: Repository<Trainer>;
 
@@ -29,8 +28,8 @@ export class TrainerService {
     const trainer = this.repo.create({
       nickname: input.nickname,
       nicknameKey: input.nickname.toLowerCase(),
-      firstName: input.firstName.trim(),
-      lastName: input.lastName.trim(),
+      firstName: normalizeText(input.firstName),
+      lastName: normalizeText(input.lastName),
       email: normalizeEmail(input.email),
       passwordHash: await hashPassword(input.password),
       team: input.team,
@@ -41,7 +40,7 @@ export class TrainerService {
     } catch (error) {
       const violated = uniqueViolation(error);
       if (violated === undefined) throw error;
-      throw /email/i.test(violated)
+      throw violated === 'email'
         ? new AppError('TRAINER_ALREADY_EXISTS', 'A trainer with this email is already registered', [
             { field: 'email', message: 'is already registered' },
           ])
@@ -55,6 +54,12 @@ export class TrainerService {
 
   findById(id: number): Promise<Trainer | null> {
     return this.repo.findOneBy({ id });
+  }
+
+  async getById(id: number): Promise<Trainer> {
+    const trainer = await this.repo.findOneBy({ id });
+    if (!trainer) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
+    return trainer;
   }
 
   findByIds(ids: readonly number[]): Promise<Trainer[]> {

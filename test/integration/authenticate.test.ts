@@ -58,6 +58,12 @@ describe.each(databases)('authentication on %s', (kind) => {
     expect(unknownEmail.status).toBe(wrongPassword.status);
   });
 
+  it('does not take a password with a trailing NUL for the password (scrypt pads keys with zeros)', async () => {
+    const { email } = await createTrainer(t.app);
+    const res = await gql(t.app, AUTHENTICATE, { email, password: `${TEST_PASSWORD}\u0000` });
+    expect(errorCode(res)).toBe('UNAUTHENTICATED');
+  });
+
   describe('rejects every operation but register and authenticate with UNAUTHENTICATED when the token is', () => {
     let trainerId: number;
     beforeAll(async () => {

@@ -66,6 +66,30 @@ describe.each(databases)('creatures on %s', (kind) => {
     expect((await create(owner, { name: `🐉${base.slice(0, 20)}`, speciesId: 1 })).errors).toBeUndefined();
   });
 
+  it('counts a name’s length as stored (NFC), so text that grows under normalisation cannot overflow', async () => {
+    // U+0958 becomes two code points in NFC; 32 of them would be 64 characters.
+    const growing = await create(owner, { name: '\u0958'.repeat(32), speciesId: 1 });
+    expect(errorCode(growing)).toBe('BAD_USER_INPUT');
+    // e + combining acute is one character once composed: 20 of them fit.
+    const composed = await create(owner, { name: 'e\u0301'.repeat(20), speciesId: 1 });
+    expect(composed.errors).toBeUndefined();
+    expect(composed.data.createCreature.name).toBe('\u00e9'.repeat(20));
+  });
+
+  it('rejects lone surrogates, which a database would silently replace, as BAD_USER_INPUT', async () => {
+    expect(errorCode(await create(owner, { name: 'a\ud800', speciesId: 1 }))).toBe('BAD_USER_INPUT');
+  });
+
+  it('folds case beyond lower-casing: ß and SS, ς and Σ are the same name', async () => {
+    const base = unique('Straße');
+    expect((await create(owner, { name: base, speciesId: 1 })).errors).toBeUndefined();
+    expect(errorCode(await create(owner, { name: base.replace('ß', 'SS'), speciesId: 1 }))).toBe('DUPLICATE_CREATURE');
+    const greek = unique('ΟΔΥΣΣΕΥΣ');
+    expect((await create(owner, { name: greek, speciesId: 1 })).errors).toBeUndefined();
+    expect(errorCode(await create(owner, { name: greek.toLowerCase().replace(/σ$/, 'ς'), speciesId: 1 }))).toBe('DUPLICATE_CREATURE');
+    expect((await create(owner, { name: 'ΐ'.repeat(32), speciesId: 1 })).errors).toBeUndefined();
+  });
+
   it('lets two trainers use the same name', async () => {
     const name = unique('Snorlax');
     expect((await create(owner, { name, speciesId: 143 })).errors).toBeUndefined();

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { createTrainer } from '../helpers/factories';
 import { errorCode, gql } from '../helpers/graphql';
@@ -56,6 +57,34 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
   it('rejects a syntax error and an unknown field as BAD_USER_INPUT', async () => {
     expect(errorCode(await gql(t.app, '{ me { id '))).toBe('BAD_USER_INPUT');
     expect(errorCode(await gql(t.app, '{ me { password } }'))).toBe('BAD_USER_INPUT');
+  });
+
+  it('answers request-level GraphQL mistakes with BAD_USER_INPUT, not an internal error', async () => {
+    expect(errorCode(await gql(t.app, 'subscription { me { id } }'))).toBe('BAD_USER_INPUT');
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'application/json' },
+      payload: { query: '{ __typename }', extensions: { persistedQuery: { version: 1, sha256Hash: 'abc' } } },
+    });
+    expect(res.json().errors[0].extensions.code).toBe('BAD_USER_INPUT');
+  });
+
+  it('answers a request the HTTP parser rejects with 400 problem+json', async () => {
+    const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = new URL(address);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect({ port: Number(port), host: '127.0.0.1' }, () => {
+        socket.write('POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello');
+      });
+      let data = '';
+      socket.on('data', (chunk) => (data += chunk.toString()));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect(raw).toMatch(/application\/problem\+json/);
+    expect(raw).toContain('"code":"BAD_USER_INPUT"');
   });
 
   it('rejects a batched (array) request with 400', async () => {

@@ -81,6 +81,28 @@ describe.each(databases)('registerTrainer on %s', (kind) => {
     expect(again.errors![0]!.extensions!.fields).toEqual([{ field: 'nickname', message: 'is already taken' }]);
   });
 
+  it('reports a taken nickname as the nickname even when it reads like an email', async () => {
+    const first = newTrainerInput({ nickname: unique('email_') });
+    expect((await gql(t.app, REGISTER, { input: first })).errors).toBeUndefined();
+    const again = await gql(t.app, REGISTER, { input: newTrainerInput({ nickname: first.nickname.toUpperCase() }) });
+    expect(again.errors![0]!.extensions!.fields).toEqual([{ field: 'nickname', message: 'is already taken' }]);
+  });
+
+  it('checks an email as stored: one that grows when lower-cased past 254 characters is BAD_USER_INPUT', async () => {
+    const email = `${'İ'.repeat(32)}@${'İ'.repeat(60)}.${'İ'.repeat(60)}.com`;
+    const res = await gql(t.app, REGISTER, { input: newTrainerInput({ email }) });
+    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(res.errors![0]!.extensions!.fields!.map((f) => f.field)).toEqual(['input.email']);
+  });
+
+  it('stores an email in NFC, so composed and decomposed forms are the same account', async () => {
+    const local = unique('zu');
+    const composed = newTrainerInput({ email: `${local}\u00fc@example.test` });
+    expect((await gql(t.app, REGISTER, { input: composed })).errors).toBeUndefined();
+    const decomposed = await gql(t.app, REGISTER, { input: newTrainerInput({ email: `${local}u\u0308@example.test` }) });
+    expect(errorCode(decomposed)).toBe('TRAINER_ALREADY_EXISTS');
+  });
+
   it('lets exactly one of several concurrent identical registrations through', async () => {
     const input = newTrainerInput();
     const results = await Promise.all(Array.from({ length: 5 }, () => gql(t.app, REGISTER, { input })));
@@ -103,6 +125,8 @@ describe.each(databases)('registerTrainer on %s', (kind) => {
     ['email', { email: `${'a'.repeat(250)}@x.io` }],
     ['password', { password: 'short' }],
     ['password', { password: 'p'.repeat(129) }],
+    ['password', { password: 'abcdefg\u0000' }],
+    ['lastName', { lastName: 'X\ud800Y' }],
   ])('rejects a bad %s (%j) as BAD_USER_INPUT naming the field, and writes nothing', async (field, override) => {
     const input = newTrainerInput(override);
     const res = await gql(t.app, REGISTER, { input });

@@ -1,0 +1,242 @@
+import type {} from '@fastify/swagger';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { validateOrThrow } from '../common/validation';
+import { CreateCreatureInput } from '../creatures/creature.inputs';
+import { AppError } from '../errors';
+import type { Services } from '../services';
+import type { Trainer } from '../trainers/trainer.entity';
+import { RegisterTrainerInput } from '../trainers/trainer.inputs';
+import { presentCreature, presentTrainer } from './present';
+import {
+  authenticateBody,
+  authPayloadSchema,
+  createCreatureBody,
+  creatureParams,
+  creaturePageSchema,
+  errorResponses,
+  pageQuery,
+  registerBody,
+  trainerPageSchema,
+  trainerParams,
+} from './schemas';
+import { restValidatorCompiler } from './validation';
+
+type Page = { limit: number; offset: number };
+type TrainerPath = { trainerId: number };
+type CreaturePath = { trainerId: number; creatureId: number };
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    viewer: Trainer | null;
+  }
+}
+
+const secured = [{ bearerAuth: [] }];
+const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
+
+/** The same value rules as GraphQL: the body is copied into the input class and checked by class-validator. */
+async function validInput<T extends object>(Input: new () => T, body: unknown): Promise<T> {
+  const input = Object.assign(new Input(), body);
+  await validateOrThrow(input);
+  return input;
+}
+
+/** What each path accepts; anything else is 405 with an Allow header. */
+const PATHS: Record<string, string[]> = {
+  '/trainer': ['GET', 'POST'],
+  '/trainer/authenticate': ['POST'],
+  '/trainer/:trainerId': ['GET'],
+  '/trainer/:trainerId/creature': ['GET', 'POST'],
+  '/trainer/:trainerId/creature/:creatureId': ['GET', 'DELETE'],
+};
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/**
+ * The REST shim for legacy clients: each handler parses, calls one service method, replies.
+ * Authentication is the GraphQL one (AuthService.forRequest); every rule lives in the services.
+ */
+export async function restRoutes(app: FastifyInstance, { services }: { services: Services }): Promise<void> {
+  app.setValidatorCompiler(restValidatorCompiler);
+  app.decorateRequest('viewer', null);
+
+  /** Runs before the body is even parsed, so an anonymous caller learns nothing about its input. */
+  const authenticate = async (request: FastifyRequest) => {
+    request.viewer = await services.auth
+      .forRequest(request.headers.authorization, (id) => services.trainers.findById(id))
+      .requireViewer();
+  };
+  const viewerOf = (request: FastifyRequest): Trainer => request.viewer!;
+  const countOf = async (trainerId: number) => (await services.creatures.countsForTrainers([trainerId]))[0]!;
+
+  app.post<{ Body: RegisterTrainerInput }>(
+    '/trainer',
+    {
+      schema: {
+        tags: ['trainers'],
+        summary: 'Register a trainer (registerTrainer)',
+        body: registerBody,
+        response: { 201: json({ $ref: 'Trainer#' }, 'The new trainer, with its email'), ...errorResponses('BAD_USER_INPUT', 'TRAINER_ALREADY_EXISTS', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE') },
+      },
+    },
+    async (request, reply) => {
+      const trainer = await services.trainers.register(await validInput(RegisterTrainerInput, request.body));
+      return reply.code(201).send(presentTrainer(trainer, 0, true));
+    },
+  );
+
+  app.post<{ Body: { email: string; password: string } }>(
+    '/trainer/authenticate',
+    {
+      schema: {
+        tags: ['trainers'],
+        summary: 'Exchange email and password for a token (authenticate)',
+        body: authenticateBody,
+        response: { 200: json(authPayloadSchema, 'A Bearer token and the trainer'), ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE') },
+      },
+    },
+    async (request) => {
+      const auth = await services.auth.authenticate(request.body.email, request.body.password);
+      return { ...auth, trainer: presentTrainer(auth.trainer, await countOf(auth.trainer.id), true) };
+    },
+  );
+
+  app.get<{ Querystring: Page }>(
+    '/trainer',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['trainers'],
+        summary: 'A page of trainers (trainers)',
+        security: secured,
+        querystring: pageQuery,
+        response: { 200: json(trainerPageSchema, 'A page of trainers'), ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED') },
+      },
+    },
+    async (request) => {
+      const { limit, offset } = request.query;
+      const [page, totalCount] = await Promise.all([services.trainers.page(limit, offset), services.trainers.count()]);
+      const counts = page.items.length ? await services.creatures.countsForTrainers(page.items.map((t) => t.id)) : [];
+      const viewerId = viewerOf(request).id;
+      return {
+        items: page.items.map((t, i) => presentTrainer(t, counts[i]!, t.id === viewerId)),
+        totalCount,
+        limit,
+        offset,
+      };
+    },
+  );
+
+  app.get<{ Params: TrainerPath }>(
+    '/trainer/:trainerId',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['trainers'],
+        summary: 'A trainer by id (trainer)',
+        security: secured,
+        params: trainerParams,
+        response: { 200: json({ $ref: 'Trainer#' }, 'The trainer'), ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND') },
+      },
+    },
+    async (request) => {
+      const { trainerId } = request.params;
+      const [trainer, count] = await Promise.all([services.trainers.getById(trainerId), countOf(trainerId)]);
+      return presentTrainer(trainer, count, trainer.id === viewerOf(request).id);
+    },
+  );
+
+  app.post<{ Params: TrainerPath; Body: CreateCreatureInput }>(
+    '/trainer/:trainerId/creature',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['creatures'],
+        summary: 'Create a creature for the calling trainer (createCreature)',
+        security: secured,
+        params: trainerParams,
+        body: createCreatureBody,
+        response: {
+          201: {
+            description: 'The new creature; Location names it',
+            headers: { Location: { type: 'string', description: '/trainer/{trainerId}/creature/{creatureId}' } },
+            content: { 'application/json': { schema: { $ref: 'Creature#' } } },
+          },
+          ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'DUPLICATE_CREATURE', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const input = await validInput(CreateCreatureInput, request.body);
+      const creature = await services.creatures.create(viewerOf(request), request.params.trainerId, input);
+      return reply
+        .code(201)
+        .header('location', `/trainer/${creature.trainerId}/creature/${creature.id}`)
+        .send(presentCreature(creature));
+    },
+  );
+
+  app.get<{ Params: TrainerPath; Querystring: Page }>(
+    '/trainer/:trainerId/creature',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['creatures'],
+        summary: "A page of a trainer's creatures (Trainer.creatures)",
+        security: secured,
+        params: trainerParams,
+        querystring: pageQuery,
+        response: { 200: json(creaturePageSchema, "A page of the trainer's creatures"), ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND') },
+      },
+    },
+    async (request) => {
+      const page = await services.creatures.pageOfTrainer(request.params.trainerId, request.query.limit, request.query.offset);
+      return { ...page, items: page.items.map(presentCreature) };
+    },
+  );
+
+  app.get<{ Params: CreaturePath }>(
+    '/trainer/:trainerId/creature/:creatureId',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['creatures'],
+        summary: 'One creature of a trainer (creature)',
+        security: secured,
+        params: creatureParams,
+        response: { 200: json({ $ref: 'Creature#' }, 'The creature'), ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND') },
+      },
+    },
+    async (request) => presentCreature(await services.creatures.getOfTrainer(request.params.trainerId, request.params.creatureId)),
+  );
+
+  app.delete<{ Params: CreaturePath }>(
+    '/trainer/:trainerId/creature/:creatureId',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['creatures'],
+        summary: "Delete one of the calling trainer's creatures (deleteCreature)",
+        security: secured,
+        params: creatureParams,
+        response: { 204: { description: 'Deleted', type: 'null' }, ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request, reply) => {
+      await services.creatures.delete(viewerOf(request), request.params.creatureId, request.params.trainerId);
+      return reply.code(204).send();
+    },
+  );
+
+  for (const [url, allowed] of Object.entries(PATHS)) {
+    const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].join(', ');
+    app.route({
+      method: METHODS.filter((m) => !allowed.includes(m)),
+      url,
+      schema: { hide: true },
+      handler: async (request, reply: FastifyReply) => {
+        reply.header('allow', allow);
+        throw new AppError('METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${allow}`);
+      },
+    });
+  }
+}

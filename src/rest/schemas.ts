@@ -1,0 +1,168 @@
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/args';
+import { MAX_ID } from '../common/validation';
+import { MAX_LEVEL, MAX_SPECIES_ID } from '../creatures/creature.inputs';
+import { ERROR_STATUS, type ErrorCode } from '../errors';
+
+/*
+ * JSON schemas of the REST shim: Fastify validates requests with them, serializes responses
+ * through them (a field not listed here can never leave the server), and @fastify/swagger
+ * turns them into openapi.json. Bounds come from the same constants as the GraphQL inputs;
+ * the text rules (trimming, control characters) are checked by the same class-validator classes.
+ */
+
+const id = { type: 'integer', minimum: 1, maximum: MAX_ID } as const;
+const dateTime = { type: 'string', format: 'date-time', description: 'ISO-8601, UTC' } as const;
+const team = { type: 'string', enum: ['VALOR', 'INSTINCT', 'MYSTIC'] } as const;
+
+export const trainerSchema = {
+  $id: 'Trainer',
+  type: 'object',
+  description: 'A registered trainer. `email` is present only when the trainer is the caller.',
+  required: ['id', 'nickname', 'firstName', 'lastName', 'team', 'creaturesOwned', 'createdAt'],
+  properties: {
+    id,
+    nickname: { type: 'string' },
+    firstName: { type: 'string' },
+    lastName: { type: 'string' },
+    email: { type: 'string', format: 'email' },
+    team,
+    creaturesOwned: { type: 'integer', minimum: 0 },
+    createdAt: dateTime,
+  },
+  additionalProperties: false,
+} as const;
+
+export const creatureSchema = {
+  $id: 'Creature',
+  type: 'object',
+  required: ['id', 'name', 'speciesId', 'level', 'trainerId', 'createdAt'],
+  properties: {
+    id,
+    name: { type: 'string' },
+    speciesId: { type: 'integer', minimum: 1, maximum: MAX_SPECIES_ID },
+    level: { type: 'integer', minimum: 1, maximum: MAX_LEVEL },
+    trainerId: id,
+    createdAt: dateTime,
+  },
+  additionalProperties: false,
+} as const;
+
+export const problemSchema = {
+  $id: 'Problem',
+  type: 'object',
+  description: 'RFC 9457 problem details, served as application/problem+json.',
+  required: ['type', 'title', 'status', 'detail', 'code'],
+  properties: {
+    type: { type: 'string' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    code: { type: 'string', enum: Object.keys(ERROR_STATUS) },
+    fields: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['field', 'message'],
+        properties: { field: { type: 'string' }, message: { type: 'string' } },
+      },
+    },
+  },
+} as const;
+
+export const sharedSchemas = [trainerSchema, creatureSchema, problemSchema];
+
+const pageOf = (ref: string, description: string) =>
+  ({
+    type: 'object',
+    description,
+    required: ['items', 'totalCount', 'limit', 'offset'],
+    properties: {
+      items: { type: 'array', items: { $ref: `${ref}#` } },
+      totalCount: { type: 'integer', minimum: 0 },
+      limit: { type: 'integer' },
+      offset: { type: 'integer' },
+    },
+    additionalProperties: false,
+  }) as const;
+
+export const trainerPageSchema = pageOf('Trainer', 'One page of trainers, ordered by id ascending.');
+export const creaturePageSchema = pageOf('Creature', "One page of a trainer's creatures, oldest first.");
+
+export const pageQuery = {
+  type: 'object',
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
+    offset: { type: 'integer', minimum: 0, maximum: MAX_ID, default: 0 },
+  },
+} as const;
+
+export const trainerParams = {
+  type: 'object',
+  required: ['trainerId'],
+  properties: { trainerId: id },
+} as const;
+
+export const creatureParams = {
+  type: 'object',
+  required: ['trainerId', 'creatureId'],
+  properties: { trainerId: id, creatureId: id },
+} as const;
+
+export const registerBody = {
+  type: 'object',
+  required: ['nickname', 'firstName', 'lastName', 'email', 'password', 'team'],
+  properties: {
+    nickname: { type: 'string', pattern: '^[A-Za-z0-9_.-]{3,32}$' },
+    firstName: { type: 'string', minLength: 1, maxLength: 64, description: '1..64 characters after trimming' },
+    lastName: { type: 'string', minLength: 1, maxLength: 64, description: '1..64 characters after trimming' },
+    email: { type: 'string', maxLength: 254, description: 'a valid address; stored lower-cased' },
+    password: { type: 'string', minLength: 8, maxLength: 128 },
+    team,
+  },
+  additionalProperties: false,
+} as const;
+
+export const authenticateBody = {
+  type: 'object',
+  required: ['email', 'password'],
+  properties: { email: { type: 'string' }, password: { type: 'string' } },
+  additionalProperties: false,
+} as const;
+
+export const createCreatureBody = {
+  type: 'object',
+  required: ['name', 'speciesId'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 32, description: '1..32 characters after trimming; unique per trainer, case-insensitively' },
+    speciesId: { type: 'integer', minimum: 1, maximum: MAX_SPECIES_ID },
+    level: { type: 'integer', minimum: 1, maximum: MAX_LEVEL, default: 1 },
+  },
+  additionalProperties: false,
+} as const;
+
+export const authPayloadSchema = {
+  type: 'object',
+  required: ['token', 'tokenType', 'expiresAt', 'trainer'],
+  properties: {
+    token: { type: 'string', description: 'A JWT to send as `Authorization: Bearer <token>`' },
+    tokenType: { type: 'string', enum: ['Bearer'] },
+    expiresAt: dateTime,
+    trainer: { $ref: 'Trainer#' },
+  },
+  additionalProperties: false,
+} as const;
+
+/** The documented error answers of a route: each catalogue code it can give, as problem+json. */
+export function errorResponses(...codes: ErrorCode[]): Record<number, unknown> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of [...codes, 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE'] as ErrorCode[]) {
+    const status = ERROR_STATUS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries(
+    [...byStatus].map(([status, list]) => [
+      status,
+      { description: list.join(' or '), content: { 'application/problem+json': { schema: { $ref: 'Problem#' } } } },
+    ]),
+  );
+}

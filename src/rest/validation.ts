@@ -1,0 +1,72 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FieldError } from '../errors';
+
+/*
+ * Two validators: JSON bodies are taken as typed (no coercion, unknown fields rejected), while
+ * path and query strings are coerced to integers, but only from plain decimal text: Ajv alone
+ * would also accept "1e3", "" or " 7".
+ */
+const bodyAjv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
+const textAjv = new Ajv({ coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
+
+const DECIMAL = /^-?\d+$/;
+
+interface ObjectSchema {
+  properties?: Record<string, { type?: string }>;
+}
+
+function decimalIntegers(schema: ObjectSchema, validate: ValidateFunction): ValidateFunction {
+  const integerKeys = Object.entries(schema.properties ?? {})
+    .filter(([, property]) => property.type === 'integer')
+    .map(([key]) => key);
+  const wrapped = ((data: Record<string, unknown> | undefined) => {
+    const errors: ErrorObject[] = [];
+    for (const key of integerKeys) {
+      const value = data?.[key];
+      if (value !== undefined && (typeof value !== 'string' || !DECIMAL.test(value))) {
+        errors.push({
+          instancePath: `/${key}`,
+          schemaPath: `#/properties/${key}/type`,
+          keyword: 'type',
+          params: { type: 'integer' },
+          message: 'must be a decimal integer',
+        });
+      }
+    }
+    if (errors.length > 0) {
+      wrapped.errors = errors;
+      return false;
+    }
+    const valid = validate(data);
+    wrapped.errors = validate.errors;
+    return valid;
+  }) as ValidateFunction;
+  return wrapped;
+}
+
+export const restValidatorCompiler: FastifySchemaCompiler<ObjectSchema> = ({ schema, httpPart }) => {
+  if (httpPart === 'body') return bodyAjv.compile(schema);
+  return decimalIntegers(schema, textAjv.compile(schema));
+};
+
+/** Ajv's errors as the catalogue's `fields`: `level`, `trainerId`, `nickname`... */
+export function validationFields(errors: readonly Partial<ErrorObject>[]): FieldError[] {
+  const byField = new Map<string, string[]>();
+  for (const error of errors) {
+    const params = (error.params ?? {}) as { missingProperty?: string; additionalProperty?: string };
+    const base = (error.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+    let field = base;
+    let message = error.message ?? 'is invalid';
+    if (params.missingProperty) {
+      field = [base, params.missingProperty].filter(Boolean).join('.');
+      message = 'is required';
+    } else if (params.additionalProperty) {
+      field = [base, params.additionalProperty].filter(Boolean).join('.');
+      message = 'is not a known field';
+    }
+    field ||= 'body';
+    byField.set(field, [...(byField.get(field) ?? []), message]);
+  }
+  return [...byField].map(([field, messages]) => ({ field, message: [...new Set(messages)].join('; ') }));
+}
