@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from './db/errors';
 import { AppError, ERROR_STATUS, type ErrorCode, type FieldError } from './errors';
+import { validationFields } from './rest/validation';
 
 const TITLES: Record<ErrorCode, string> = {
   BAD_USER_INPUT: 'Bad request',
@@ -24,6 +25,10 @@ export function toAppError(error: unknown): AppError {
     return new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; try again shortly');
   }
   const fastifyError = error as Partial<FastifyError>;
+  if (fastifyError.validation) {
+    const fields = validationFields(fastifyError.validation);
+    return new AppError('BAD_USER_INPUT', `Invalid input: ${fields.map((f) => `${f.field} ${f.message}`).join('; ')}`, fields);
+  }
   switch (fastifyError.statusCode) {
     case 400:
       return new AppError('BAD_USER_INPUT', fastifyError.message ?? 'Bad request');

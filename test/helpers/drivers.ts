@@ -1,0 +1,218 @@
+import type { FastifyInstance } from 'fastify';
+import { gql, type GraphQLResponse } from './graphql';
+
+/*
+ * One vocabulary for both transports, so that each behaviour is written once and run through
+ * GraphQL and REST alike. The drivers translate, they never decide: every outcome is what the
+ * server answered. Where the contract lets the transports differ (GraphQL answers null for a
+ * missing trainer or creature, REST 404), the GraphQL driver reports null as NOT_FOUND.
+ */
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+export type Outcome<T> = { ok: true; value: T } | { ok: false; code: string; status: number; fields?: FieldError[] };
+
+export interface TrainerView {
+  id: number;
+  nickname: string;
+  firstName: string;
+  lastName: string;
+  email: string | null;
+  team: string;
+  creaturesOwned: number;
+  createdAt: string;
+}
+export interface CreatureView {
+  id: number;
+  name: string;
+  speciesId: number;
+  level: number;
+  trainerId: number;
+  createdAt: string;
+}
+export interface PageView<T> {
+  items: T[];
+  totalCount: number;
+  limit: number;
+  offset: number;
+}
+export interface AuthView {
+  token: string;
+  tokenType: string;
+  expiresAt: string;
+  trainer: TrainerView;
+}
+export interface PageQuery {
+  limit?: unknown;
+  offset?: unknown;
+}
+
+export interface Driver {
+  readonly name: 'graphql' | 'rest';
+  register(input: Record<string, unknown>): Promise<Outcome<TrainerView>>;
+  authenticate(email: unknown, password: unknown): Promise<Outcome<AuthView>>;
+  getTrainer(token: string | undefined, id: string): Promise<Outcome<TrainerView>>;
+  listTrainers(token: string | undefined, query: PageQuery): Promise<Outcome<PageView<TrainerView>>>;
+  createCreature(token: string | undefined, trainerId: string, input: Record<string, unknown>): Promise<Outcome<CreatureView>>;
+  /** GraphQL reads a creature by id alone; REST under its trainer's path. */
+  getCreature(token: string | undefined, trainerId: string, creatureId: string): Promise<Outcome<CreatureView>>;
+  listCreatures(token: string | undefined, trainerId: string, query: PageQuery): Promise<Outcome<PageView<CreatureView>>>;
+  deleteCreature(token: string | undefined, trainerId: string, creatureId: string): Promise<Outcome<CreatureView | null>>;
+}
+
+// ---------------------------------------------------------------- GraphQL
+
+const TRAINER_FIELDS = 'id nickname firstName lastName email team creaturesOwned createdAt';
+const CREATURE_FIELDS = 'id name speciesId level createdAt trainer { id }';
+
+type Raw = Record<string, unknown>;
+
+const trainerOf = (raw: Raw): TrainerView => ({ ...(raw as unknown as TrainerView), id: Number(raw.id) });
+const creatureOf = (raw: Raw): CreatureView => {
+  const { trainer, ...rest } = raw as Raw & { trainer: { id: string } };
+  return { ...(rest as unknown as CreatureView), id: Number(rest.id), trainerId: Number(trainer.id) };
+};
+
+function outcome<T>(res: GraphQLResponse, pick: (data: Raw) => Raw | null | undefined, map: (raw: Raw) => T): Outcome<T> {
+  const error = res.errors?.[0];
+  if (error) {
+    const fields = error.extensions?.fields?.map((f) => ({ ...f, field: f.field.replace(/^input\./, '') }));
+    return { ok: false, code: error.extensions?.code ?? 'NONE', status: res.status, ...(fields ? { fields } : {}) };
+  }
+  const raw = pick(res.data as Raw);
+  if (raw === null || raw === undefined) return { ok: false, code: 'NOT_FOUND', status: res.status };
+  return { ok: true, value: map(raw) };
+}
+
+export function graphqlDriver(app: FastifyInstance): Driver {
+  return {
+    name: 'graphql',
+    async register(input) {
+      const res = await gql(app, `mutation($input: RegisterTrainerInput!) { registerTrainer(input: $input) { ${TRAINER_FIELDS} } }`, { input });
+      return outcome(res, (d) => d.registerTrainer as Raw, trainerOf);
+    },
+    async authenticate(email, password) {
+      const res = await gql(
+        app,
+        `mutation($email: String!, $password: String!) { authenticate(email: $email, password: $password) { token tokenType expiresAt trainer { ${TRAINER_FIELDS} } } }`,
+        { email, password },
+      );
+      return outcome(res, (d) => d.authenticate as Raw, (raw) => ({ ...(raw as unknown as AuthView), trainer: trainerOf(raw.trainer as Raw) }));
+    },
+    async getTrainer(token, id) {
+      const res = await gql(app, `query($id: ID!) { trainer(id: $id) { ${TRAINER_FIELDS} } }`, { id }, token);
+      return outcome(res, (d) => d.trainer as Raw, trainerOf);
+    },
+    async listTrainers(token, query) {
+      const res = await gql(
+        app,
+        `query($limit: Int! = 20, $offset: Int! = 0) { trainers(limit: $limit, offset: $offset) { totalCount limit offset items { ${TRAINER_FIELDS} } } }`,
+        { ...query },
+        token,
+      );
+      return outcome(res, (d) => d.trainers as Raw, (raw) => ({
+        ...(raw as unknown as PageView<TrainerView>),
+        items: (raw.items as Raw[]).map(trainerOf),
+      }));
+    },
+    async createCreature(token, trainerId, input) {
+      const res = await gql(
+        app,
+        `mutation($trainerId: ID!, $input: CreateCreatureInput!) { createCreature(trainerId: $trainerId, input: $input) { ${CREATURE_FIELDS} } }`,
+        { trainerId, input },
+        token,
+      );
+      return outcome(res, (d) => d.createCreature as Raw, creatureOf);
+    },
+    async getCreature(token, _trainerId, creatureId) {
+      const res = await gql(app, `query($id: ID!) { creature(id: $id) { ${CREATURE_FIELDS} } }`, { id: creatureId }, token);
+      return outcome(res, (d) => d.creature as Raw, creatureOf);
+    },
+    async listCreatures(token, trainerId, query) {
+      const res = await gql(
+        app,
+        `query($id: ID!, $limit: Int! = 20, $offset: Int! = 0) { trainer(id: $id) { creaturesOwned creatures(limit: $limit, offset: $offset) { ${CREATURE_FIELDS} } } }`,
+        { id: trainerId, ...query },
+        token,
+      );
+      return outcome(res, (d) => d.trainer as Raw, (raw) => ({
+        items: (raw.creatures as Raw[]).map(creatureOf),
+        totalCount: raw.creaturesOwned as number,
+        limit: (query.limit as number) ?? 20,
+        offset: (query.offset as number) ?? 0,
+      }));
+    },
+    async deleteCreature(token, _trainerId, creatureId) {
+      const res = await gql(app, `mutation($id: ID!) { deleteCreature(id: $id) { ${CREATURE_FIELDS} } }`, { id: creatureId }, token);
+      return outcome(res, (d) => d.deleteCreature as Raw, creatureOf);
+    },
+  };
+}
+
+// ---------------------------------------------------------------- REST
+
+export function restDriver(app: FastifyInstance): Driver {
+  async function call<T>(
+    method: 'GET' | 'POST' | 'DELETE',
+    url: string,
+    token: string | undefined,
+    body: unknown,
+    okStatus: number,
+    map: (raw: Raw | null) => T,
+  ): Promise<Outcome<T>> {
+    const res = await app.inject({
+      method,
+      url,
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
+    });
+    if (res.statusCode === okStatus) return { ok: true, value: map(res.body ? (res.json() as Raw) : null) };
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const problem = res.json() as { code: string; status: number; fields?: FieldError[] };
+    expect(problem.status).toBe(res.statusCode);
+    return { ok: false, code: problem.code, status: res.statusCode, ...(problem.fields ? { fields: problem.fields } : {}) };
+  }
+  const trainerOfRest = (raw: Raw | null): TrainerView => ({
+    ...(raw as unknown as TrainerView),
+    email: (raw?.email as string | undefined) ?? null,
+  });
+  const creatureOfRest = (raw: Raw | null): CreatureView => raw as unknown as CreatureView;
+  const qs = (query: PageQuery) => {
+    const params = new URLSearchParams();
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    if (query.offset !== undefined) params.set('offset', String(query.offset));
+    const text = params.toString();
+    return text ? `?${text}` : '';
+  };
+  const seg = encodeURIComponent;
+
+  return {
+    name: 'rest',
+    register: (input) => call('POST', '/trainer', undefined, input, 201, trainerOfRest),
+    authenticate: (email, password) =>
+      call('POST', '/trainer/authenticate', undefined, { email, password }, 200, (raw) => ({
+        ...(raw as unknown as AuthView),
+        trainer: trainerOfRest(raw!.trainer as Raw),
+      })),
+    getTrainer: (token, id) => call('GET', `/trainer/${seg(id)}`, token, undefined, 200, trainerOfRest),
+    listTrainers: (token, query) =>
+      call('GET', `/trainer${qs(query)}`, token, undefined, 200, (raw) => ({
+        ...(raw as unknown as PageView<TrainerView>),
+        items: (raw!.items as Raw[]).map(trainerOfRest),
+      })),
+    createCreature: (token, trainerId, input) => call('POST', `/trainer/${seg(trainerId)}/creature`, token, input, 201, creatureOfRest),
+    getCreature: (token, trainerId, creatureId) =>
+      call('GET', `/trainer/${seg(trainerId)}/creature/${seg(creatureId)}`, token, undefined, 200, creatureOfRest),
+    listCreatures: (token, trainerId, query) =>
+      call('GET', `/trainer/${seg(trainerId)}/creature${qs(query)}`, token, undefined, 200, (raw) => raw as unknown as PageView<CreatureView>),
+    deleteCreature: (token, trainerId, creatureId) =>
+      call('DELETE', `/trainer/${seg(trainerId)}/creature/${seg(creatureId)}`, token, undefined, 204, () => null),
+  };
+}
+
+export const drivers = [graphqlDriver, restDriver];

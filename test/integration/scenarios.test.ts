@@ -1,0 +1,263 @@
+import { Creature } from '../../src/creatures/creature.entity';
+import { Trainer } from '../../src/trainers/trainer.entity';
+import { databases, startTestApp, type TestApp } from '../helpers/app';
+import { drivers, type Driver, type Outcome } from '../helpers/drivers';
+import { createCreature, createTrainer, TEST_PASSWORD, unique, type TrainerFixture } from '../helpers/factories';
+
+/*
+ * Every behaviour of the contract, written once and run through both transports on both
+ * databases. A behaviour that differs between GraphQL and REST fails here.
+ */
+
+const STATUS: Record<string, number> = {
+  BAD_USER_INPUT: 400,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  DUPLICATE_CREATURE: 409,
+  TRAINER_ALREADY_EXISTS: 409,
+};
+
+/** The outcome failed with `code`; on REST also with the catalogue's HTTP status. */
+function expectFailure<T>(driver: Driver, result: Outcome<T>, code: string, field?: string): void {
+  expect(result).toMatchObject({ ok: false, code });
+  if (driver.name === 'rest' && !result.ok) expect(result.status).toBe(STATUS[code]);
+  if (field && !result.ok) expect(result.fields?.map((f) => f.field)).toContain(field);
+}
+
+function value<T>(result: Outcome<T>): T {
+  if (!result.ok) throw new Error(`expected success, got ${result.code} ${JSON.stringify(result.fields ?? '')}`);
+  return result.value;
+}
+
+const registration = (overrides: Record<string, unknown> = {}) => {
+  const nickname = unique('Sc_');
+  return {
+    nickname,
+    firstName: 'Gary',
+    lastName: 'Oak',
+    email: `${nickname}@Example.test`,
+    password: 'eevee-forever',
+    team: 'MYSTIC',
+    ...overrides,
+  };
+};
+
+const MALFORMED_IDS = ['abc', '-1', '0', '1.5', '1e3', '99999999999999999999', "1' OR '1'='1"];
+
+describe.each(databases)('on %s', (kind) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+  });
+  afterAll(async () => t.close());
+
+  describe.each(drivers.map((make) => [make.name.replace('Driver', ''), make] as const))('through %s', (_name, makeDriver) => {
+    let api: Driver;
+    let me: TrainerFixture;
+    let other: TrainerFixture;
+    beforeAll(async () => {
+      api = makeDriver(t.app);
+      me = await createTrainer(t.app);
+      other = await createTrainer(t.app);
+    });
+    const trainers = () => t.app.dataSource.getRepository(Trainer);
+    const creatures = () => t.app.dataSource.getRepository(Creature);
+    const myId = () => String(me.trainer.id);
+
+    describe('registering', () => {
+      it('creates the trainer and answers with it, its own email included', async () => {
+        const input = registration();
+        const trainer = value(await api.register(input));
+        expect(trainer).toMatchObject({ nickname: input.nickname, email: input.email.toLowerCase(), team: 'MYSTIC', creaturesOwned: 0 });
+        expect(await trainers().countBy({ id: trainer.id, email: input.email.toLowerCase() })).toBe(1);
+      });
+
+      it('refuses an email or nickname already registered as TRAINER_ALREADY_EXISTS', async () => {
+        const input = registration();
+        value(await api.register(input));
+        expectFailure(api, await api.register(registration({ email: input.email.toUpperCase() })), 'TRAINER_ALREADY_EXISTS');
+        expectFailure(api, await api.register(registration({ nickname: input.nickname.toLowerCase() })), 'TRAINER_ALREADY_EXISTS');
+      });
+
+      it.each([
+        ['nickname', { nickname: 'x' }],
+        ['email', { email: 'nope' }],
+        ['password', { password: 'short' }],
+        ['team', { team: 'ROCKET' }],
+        ['firstName', { firstName: '  ' }],
+        ['lastName', { lastName: 42 }],
+      ])('refuses a bad %s as BAD_USER_INPUT and writes nothing', async (field, override) => {
+        const input = registration(override);
+        const result = await api.register(input);
+        expectFailure(api, result, 'BAD_USER_INPUT');
+        if (!result.ok && result.fields) expect(result.fields.map((f) => f.field)).toContain(field);
+        expect(await trainers().countBy({ nickname: input.nickname as string })).toBe(0);
+      });
+
+      it('refuses a field the input does not know as BAD_USER_INPUT', async () => {
+        expectFailure(api, await api.register(registration({ role: 'admin' })), 'BAD_USER_INPUT');
+      });
+    });
+
+    describe('authenticating', () => {
+      it('gives a Bearer token for the right password, which then works', async () => {
+        const auth = value(await api.authenticate(me.email, TEST_PASSWORD));
+        expect(auth.tokenType).toBe('Bearer');
+        expect(auth.trainer).toMatchObject({ id: me.trainer.id, email: me.email });
+        expect(new Date(auth.expiresAt).getTime()).toBeGreaterThan(Date.now());
+        expect(value(await api.getTrainer(auth.token, myId())).email).toBe(me.email);
+      });
+
+      it('answers a wrong password and an unknown email alike with UNAUTHENTICATED', async () => {
+        const wrong = await api.authenticate(me.email, 'wrong-password');
+        const unknown = await api.authenticate(`${unique('nobody')}@example.test`, TEST_PASSWORD);
+        expectFailure(api, wrong, 'UNAUTHENTICATED');
+        expect(unknown).toEqual(wrong);
+      });
+    });
+
+    describe('reading trainers', () => {
+      it('shows another trainer without its email, with its creature count', async () => {
+        await createCreature(t.app, other.trainer.id);
+        const seen = value(await api.getTrainer(me.token, String(other.trainer.id)));
+        expect(seen).toMatchObject({ id: other.trainer.id, nickname: other.trainer.nickname, email: null });
+        expect(seen.creaturesOwned).toBe(await creatures().countBy({ trainerId: other.trainer.id }));
+      });
+
+      it('answers NOT_FOUND for a trainer that does not exist', async () => {
+        expectFailure(api, await api.getTrainer(me.token, '2147483647'), 'NOT_FOUND');
+      });
+
+      it.each(MALFORMED_IDS)('answers BAD_USER_INPUT for the malformed trainer id %j', async (id) => {
+        expectFailure(api, await api.getTrainer(me.token, id), 'BAD_USER_INPUT');
+      });
+
+      it('pages trainers by id with the total, showing only the caller’s own email', async () => {
+        const page = value(await api.listTrainers(me.token, { limit: 100, offset: 0 }));
+        expect(page.totalCount).toBe(await trainers().count());
+        expect(page.items.map((i) => i.id)).toEqual([...page.items.map((i) => i.id)].sort((a, b) => a - b));
+        for (const item of page.items) expect(item.email).toBe(item.id === me.trainer.id ? me.email : null);
+        const second = value(await api.listTrainers(me.token, { limit: 1, offset: 1 }));
+        expect(second).toMatchObject({ limit: 1, offset: 1, items: [{ id: page.items[1]!.id }] });
+        expect(value(await api.listTrainers(me.token, {}))).toMatchObject({ limit: 20, offset: 0 });
+      });
+
+      it.each([
+        ['limit', { limit: 0 }],
+        ['limit', { limit: 101 }],
+        ['limit', { limit: -1 }],
+        ['limit', { limit: 1.5 }],
+        ['offset', { offset: -1 }],
+      ])('refuses %s out of bounds (%j) as BAD_USER_INPUT', async (field, query) => {
+        expectFailure(api, await api.listTrainers(me.token, query), 'BAD_USER_INPUT', field);
+      });
+    });
+
+    describe('creatures', () => {
+      it('creates one for the caller, trimmed, at level 1 by default, and stores it', async () => {
+        const name = unique('Vulpix');
+        const creature = value(await api.createCreature(me.token, myId(), { name: ` ${name} `, speciesId: 37 }));
+        expect(creature).toMatchObject({ name, speciesId: 37, level: 1, trainerId: me.trainer.id });
+        expect(await creatures().findOneBy({ id: creature.id })).toMatchObject({ name, trainerId: me.trainer.id });
+        expect(value(await api.getCreature(me.token, myId(), String(creature.id)))).toEqual(creature);
+      });
+
+      it('refuses the same name again, in any case, as DUPLICATE_CREATURE', async () => {
+        const name = unique('Growlithe');
+        value(await api.createCreature(me.token, myId(), { name, speciesId: 58 }));
+        expectFailure(api, await api.createCreature(me.token, myId(), { name: name.toUpperCase(), speciesId: 58 }), 'DUPLICATE_CREATURE');
+      });
+
+      it('gives one creature and 19 DUPLICATE_CREATURE for 20 concurrent identical creates', async () => {
+        const input = { name: unique('Ditto'), speciesId: 132 };
+        const results = await Promise.all(Array.from({ length: 20 }, () => api.createCreature(me.token, myId(), input)));
+        expect(results.filter((r) => r.ok)).toHaveLength(1);
+        expect(results.filter((r) => !r.ok && r.code === 'DUPLICATE_CREATURE')).toHaveLength(19);
+        expect(await creatures().countBy({ trainerId: me.trainer.id, name: input.name })).toBe(1);
+      });
+
+      it('forbids creating for another trainer, and writes nothing', async () => {
+        const name = unique('Theft');
+        expectFailure(api, await api.createCreature(me.token, String(other.trainer.id), { name, speciesId: 1 }), 'FORBIDDEN');
+        expect(await creatures().countBy({ name })).toBe(0);
+      });
+
+      it.each([
+        ['level', { name: 'ok', speciesId: 1, level: 0 }],
+        ['level', { name: 'ok', speciesId: 1, level: 101 }],
+        ['level', { name: 'ok', speciesId: 1, level: '5' }],
+        ['speciesId', { name: 'ok', speciesId: 0 }],
+        ['speciesId', { name: 'ok', speciesId: 100001 }],
+        ['name', { name: '   ', speciesId: 1 }],
+        ['name', { name: 'x'.repeat(33), speciesId: 1 }],
+      ])('refuses a bad %s (%j) as BAD_USER_INPUT, and writes nothing', async (field, input) => {
+        const before = await creatures().countBy({ trainerId: me.trainer.id });
+        expectFailure(api, await api.createCreature(me.token, myId(), input), 'BAD_USER_INPUT', field);
+        expect(await creatures().countBy({ trainerId: me.trainer.id })).toBe(before);
+      });
+
+      it('refuses an unknown field or a missing name as BAD_USER_INPUT', async () => {
+        expectFailure(api, await api.createCreature(me.token, myId(), { name: 'ok', speciesId: 1, shiny: true }), 'BAD_USER_INPUT');
+        expectFailure(api, await api.createCreature(me.token, myId(), { speciesId: 1 }), 'BAD_USER_INPUT');
+      });
+
+      it('lists a trainer’s creatures oldest first, paged, with their total', async () => {
+        const collector = await createTrainer(t.app);
+        const made = [];
+        for (let i = 0; i < 4; i += 1) made.push(await createCreature(t.app, collector.trainer.id, { name: `n${i}` }));
+        const id = String(collector.trainer.id);
+        const page = value(await api.listCreatures(me.token, id, { limit: 2, offset: 1 }));
+        expect(page).toMatchObject({ totalCount: 4, limit: 2, offset: 1 });
+        expect(page.items.map((c) => c.name)).toEqual(['n1', 'n2']);
+        expect(page.items.every((c) => c.trainerId === collector.trainer.id)).toBe(true);
+        expectFailure(api, await api.listCreatures(me.token, id, { limit: 101 }), 'BAD_USER_INPUT', 'limit');
+        expectFailure(api, await api.listCreatures(me.token, '2147483647', {}), 'NOT_FOUND');
+      });
+
+      it('deletes the caller’s creature, which is then gone and its name free', async () => {
+        const made = await createCreature(t.app, me.trainer.id);
+        value(await api.deleteCreature(me.token, myId(), String(made.id)));
+        expect(await creatures().countBy({ id: made.id })).toBe(0);
+        expectFailure(api, await api.getCreature(me.token, myId(), String(made.id)), 'NOT_FOUND');
+        expectFailure(api, await api.deleteCreature(me.token, myId(), String(made.id)), 'NOT_FOUND');
+        value(await api.createCreature(me.token, myId(), { name: made.name, speciesId: 1 }));
+      });
+
+      it('forbids deleting another trainer’s creature, and keeps it', async () => {
+        const theirs = await createCreature(t.app, other.trainer.id);
+        expectFailure(api, await api.deleteCreature(me.token, String(other.trainer.id), String(theirs.id)), 'FORBIDDEN');
+        expect(await creatures().countBy({ id: theirs.id })).toBe(1);
+      });
+
+      it.each(MALFORMED_IDS)('answers BAD_USER_INPUT for the malformed creature id %j', async (id) => {
+        expectFailure(api, await api.getCreature(me.token, myId(), id), 'BAD_USER_INPUT');
+        expectFailure(api, await api.deleteCreature(me.token, myId(), id), 'BAD_USER_INPUT');
+      });
+    });
+
+    describe('without a valid token', () => {
+      it('answers UNAUTHENTICATED everywhere but register and authenticate', async () => {
+        const { trainer, token } = await createTrainer(t.app);
+        const creature = await createCreature(t.app, trainer.id);
+        await trainers().delete({ id: (await createTrainer(t.app)).trainer.id });
+        const id = String(trainer.id);
+        for (const bad of [undefined, 'not-a-token', `${token}x`]) {
+          expectFailure(api, await api.getTrainer(bad, id), 'UNAUTHENTICATED');
+          expectFailure(api, await api.listTrainers(bad, {}), 'UNAUTHENTICATED');
+          expectFailure(api, await api.createCreature(bad, id, { name: 'x', speciesId: 1 }), 'UNAUTHENTICATED');
+          expectFailure(api, await api.getCreature(bad, id, String(creature.id)), 'UNAUTHENTICATED');
+          expectFailure(api, await api.listCreatures(bad, id, {}), 'UNAUTHENTICATED');
+          expectFailure(api, await api.deleteCreature(bad, id, String(creature.id)), 'UNAUTHENTICATED');
+        }
+        expect(await creatures().countBy({ id: creature.id })).toBe(1);
+      });
+
+      it('answers UNAUTHENTICATED to the token of a trainer that was deleted', async () => {
+        const gone = await createTrainer(t.app);
+        await trainers().delete({ id: gone.trainer.id });
+        expectFailure(api, await api.listTrainers(gone.token, {}), 'UNAUTHENTICATED');
+      });
+    });
+  });
+});
