@@ -1,0 +1,30 @@
+// `npm run openapi`: writes openapi.json from the REST routes' schemas. The test suite fails
+// when the committed file differs from what the code generates.
+import 'reflect-metadata';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildApp } from '../src/app';
+import { loadConfig } from '../src/config';
+
+export async function generateOpenApi(): Promise<string> {
+  const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', JWT_SECRET: 'x'.repeat(32), LOG_LEVEL: 'silent' });
+  const app = await buildApp(config);
+  try {
+    return `${JSON.stringify(app.swagger(), null, 2)}\n`;
+  } finally {
+    await app.close();
+  }
+}
+
+if (require.main === module) {
+  generateOpenApi()
+    .then((text) => {
+      const target = join(__dirname, '..', 'openapi.json');
+      writeFileSync(target, text);
+      process.stdout.write(`wrote ${target}\n`);
+    })
+    .catch((error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,207 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { generateOpenApi } from '../../scripts/emit-openapi';
+import { Creature } from '../../src/creatures/creature.entity';
+import { databases, startTestApp, type TestApp } from '../helpers/app';
+import { createCreature, createTrainer, unique, type TrainerFixture } from '../helpers/factories';
+
+/* What only the REST shim has: statuses and headers, problem+json, media types, methods, docs. */
+
+describe.each(databases)('REST shim on %s', (kind) => {
+  let t: TestApp;
+  let me: TrainerFixture;
+  let other: TrainerFixture;
+  beforeAll(async () => {
+    t = await startTestApp(kind, { BODY_LIMIT: '4096' });
+    me = await createTrainer(t.app);
+    other = await createTrainer(t.app);
+  });
+  afterAll(async () => t.close());
+
+  const auth = (fixture: TrainerFixture) => ({ authorization: `Bearer ${fixture.token}` });
+
+  function expectProblem(res: { statusCode: number; headers: Record<string, unknown>; json(): unknown }, status: number, code: string) {
+    expect(res.statusCode).toBe(status);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const body = res.json() as Record<string, unknown>;
+    expect(body).toMatchObject({ status, code, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+    return body;
+  }
+
+  it('registers with 201 and the trainer with its email, never its password hash', async () => {
+    const nickname = unique('rest_');
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/trainer',
+      payload: { nickname, firstName: 'Rest', lastName: 'Client', email: `${nickname}@example.test`, password: 'legacy-client', team: 'VALOR' },
+    });
+    expect(res.statusCode).toBe(201);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    const body = res.json();
+    expect(Object.keys(body).sort()).toEqual(['createdAt', 'creaturesOwned', 'email', 'firstName', 'id', 'lastName', 'nickname', 'team']);
+    expect(body).toMatchObject({ nickname, email: `${nickname}@example.test`, creaturesOwned: 0 });
+    expect(typeof body.id).toBe('number');
+    expect(res.body).not.toMatch(/scrypt|password/i);
+  });
+
+  it('creates a creature with 201 and a Location that reads it back', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/trainer/${me.trainer.id}/creature`,
+      headers: auth(me),
+      payload: { name: unique('Loc'), speciesId: 7, level: 12 },
+    });
+    expect(res.statusCode).toBe(201);
+    const creature = res.json();
+    expect(Object.keys(creature).sort()).toEqual(['createdAt', 'id', 'level', 'name', 'speciesId', 'trainerId']);
+    expect(res.headers.location).toBe(`/trainer/${me.trainer.id}/creature/${creature.id}`);
+    const again = await t.app.inject({ method: 'GET', url: String(res.headers.location), headers: auth(me) });
+    expect(again.json()).toEqual(creature);
+  });
+
+  it('deletes with 204 and no body', async () => {
+    const made = await createCreature(t.app, me.trainer.id);
+    const res = await t.app.inject({ method: 'DELETE', url: `/trainer/${me.trainer.id}/creature/${made.id}`, headers: auth(me) });
+    expect(res.statusCode).toBe(204);
+    expect(res.body).toBe('');
+  });
+
+  it('answers NOT_FOUND for a creature that belongs to another trainer than the path’s, on GET and DELETE', async () => {
+    const theirs = await createCreature(t.app, other.trainer.id);
+    expectProblem(await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}/creature/${theirs.id}`, headers: auth(me) }), 404, 'NOT_FOUND');
+    expectProblem(await t.app.inject({ method: 'DELETE', url: `/trainer/${me.trainer.id}/creature/${theirs.id}`, headers: auth(me) }), 404, 'NOT_FOUND');
+    expect(await t.app.dataSource.getRepository(Creature).countBy({ id: theirs.id })).toBe(1);
+  });
+
+  it('shows another trainer’s email to nobody, in lists too', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/trainer?limit=100', headers: auth(me) });
+    expect(res.statusCode).toBe(200);
+    const page = res.json();
+    expect(Object.keys(page).sort()).toEqual(['items', 'limit', 'offset', 'totalCount']);
+    for (const item of page.items) {
+      if (item.id === me.trainer.id) expect(item.email).toBe(me.email);
+      else expect(item).not.toHaveProperty('email');
+    }
+  });
+
+  it.each(['abc', '-1', '1e3', '1.5', '99999999999999999999', "1'%20OR%20'1'='1", '%20']) (
+    'answers 400 BAD_USER_INPUT for the path id %s',
+    async (id) => {
+      const body = expectProblem(await t.app.inject({ method: 'GET', url: `/trainer/${id}`, headers: auth(me) }), 400, 'BAD_USER_INPUT');
+      expect(body.fields).toEqual([{ field: 'trainerId', message: expect.any(String) }]);
+    },
+  );
+
+  it.each(['limit=1e1', 'limit=', 'limit=ten', 'offset=0x10', 'limit=5&limit=6', 'offset=-1'])('answers 400 for the query %s', async (query) => {
+    expectProblem(await t.app.inject({ method: 'GET', url: `/trainer?${query}`, headers: auth(me) }), 400, 'BAD_USER_INPUT');
+  });
+
+  it('takes JSON bodies as typed: a string for a number, or an unknown field, is 400 with the field named', async () => {
+    const url = `/trainer/${me.trainer.id}/creature`;
+    const typed = expectProblem(await t.app.inject({ method: 'POST', url, headers: auth(me), payload: { name: 'a', speciesId: '5' } }), 400, 'BAD_USER_INPUT');
+    expect(typed.fields).toEqual([{ field: 'speciesId', message: expect.any(String) }]);
+    const unknown = expectProblem(
+      await t.app.inject({ method: 'POST', url, headers: auth(me), payload: { name: 'a', speciesId: 5, trainerId: other.trainer.id } }),
+      400,
+      'BAD_USER_INPUT',
+    );
+    expect(unknown.fields).toEqual([{ field: 'trainerId', message: 'is not a known field' }]);
+  });
+
+  it.each([
+    ['text/plain', 'name=x'],
+    ['application/x-www-form-urlencoded', 'name=x&speciesId=1'],
+    ['application/xml', '<creature/>'],
+  ])('answers 415 UNSUPPORTED_MEDIA_TYPE to a %s body', async (type, payload) => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/trainer/${me.trainer.id}/creature`,
+      headers: { ...auth(me), 'content-type': type },
+      payload,
+    });
+    expectProblem(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('answers 400 to malformed JSON and 413 to a body over the limit', async () => {
+    const headers = { 'content-type': 'application/json' };
+    expectProblem(await t.app.inject({ method: 'POST', url: '/trainer', headers, payload: '{"nickname":' }), 400, 'BAD_USER_INPUT');
+    const big = JSON.stringify({ nickname: 'x'.repeat(5000) });
+    expectProblem(await t.app.inject({ method: 'POST', url: '/trainer', headers, payload: big }), 413, 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('answers a method a path does not take with 405 and an Allow header', async () => {
+    const put = await t.app.inject({ method: 'PUT', url: `/trainer/${me.trainer.id}`, headers: auth(me), payload: {} });
+    expectProblem(put, 405, 'METHOD_NOT_ALLOWED');
+    expect(put.headers.allow).toBe('GET, HEAD');
+    const get = await t.app.inject({ method: 'GET', url: '/trainer/authenticate' });
+    expectProblem(get, 405, 'METHOD_NOT_ALLOWED');
+    expect(get.headers.allow).toBe('POST');
+    const patch = await t.app.inject({ method: 'PATCH', url: `/trainer/1/creature/2` });
+    expect(patch.headers.allow).toBe('GET, DELETE, HEAD');
+  });
+
+  it('answers an unknown path with 404 problem+json', async () => {
+    expectProblem(await t.app.inject({ method: 'GET', url: '/trainers/1' }), 404, 'NOT_FOUND');
+    expectProblem(await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}/creature/1/extra`, headers: auth(me) }), 404, 'NOT_FOUND');
+  });
+
+  it('hides which part of the input was wrong from a caller without a token: 401 comes first', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/trainer/abc/creature', payload: { nope: true } });
+    expectProblem(res, 401, 'UNAUTHENTICATED');
+  });
+});
+
+describe('OpenAPI and Swagger UI', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp('sqlite');
+  });
+  afterAll(async () => t.close());
+
+  it('serves an OpenAPI 3.1 document of all eight routes with bearer auth and their error answers', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    const doc = res.json();
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+    const operations = Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown>; security?: unknown }>>).flatMap(
+      ([path, methods]) => Object.entries(methods).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })),
+    );
+    expect(operations.map((o) => o.key).sort()).toEqual([
+      'DELETE /trainer/{trainerId}/creature/{creatureId}',
+      'GET /trainer',
+      'GET /trainer/{trainerId}',
+      'GET /trainer/{trainerId}/creature',
+      'GET /trainer/{trainerId}/creature/{creatureId}',
+      'POST /trainer',
+      'POST /trainer/authenticate',
+      'POST /trainer/{trainerId}/creature',
+    ]);
+    for (const { key, op } of operations) {
+      expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['400', '500', '503']));
+      if (!['POST /trainer', 'POST /trainer/authenticate'].includes(key)) {
+        expect(op.security).toEqual([{ bearerAuth: [] }]);
+        expect(op.responses).toHaveProperty('401');
+      }
+    }
+  });
+
+  it('is committed as openapi.json exactly as generated (run `npm run openapi` after changing routes)', async () => {
+    const committed = readFileSync(join(__dirname, '..', '..', 'openapi.json'), 'utf8');
+    expect(committed).toBe(await generateOpenApi());
+  });
+
+  it('serves Swagger UI at /docs with every asset from this server', async () => {
+    const page = await t.app.inject({ method: 'GET', url: '/docs/' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/text\/html/);
+    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(assets.length).toBeGreaterThan(0);
+    for (const asset of assets) {
+      expect(asset).not.toMatch(/^(https?:)?\/\//);
+      const url = new URL(asset, 'http://localhost/docs/').pathname;
+      const res = await t.app.inject({ method: 'GET', url });
+      expect([url, res.statusCode]).toEqual([url, 200]);
+    }
+  });
+});
