@@ -7,7 +7,7 @@ import type { Config } from './config';
 import { createDataSource, type DataSourceExtras } from './db/data-source';
 import { runMigrations } from './db/migrate';
 import { registerGraphQL } from './graphql/plugin';
-import { clientErrorHandler, registerErrorHandlers } from './http-errors';
+import { clientErrorHandler, registerErrorHandlers, registerStrictJsonParser } from './http-errors';
 import { registerDocs } from './ops/docs';
 import { registerHealthRoutes } from './ops/health';
 import { restRoutes } from './rest/routes';
@@ -36,6 +36,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     bodyLimit: config.bodyLimit,
     clientErrorHandler,
+    // Long path ids must reach validation (400 BAD_USER_INPUT), not the router's own 414.
+    maxParamLength: 1024,
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
@@ -68,6 +70,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     });
     // Anything but JSON is 415 on both transports (a text/plain POST would also dodge CSRF checks).
     app.removeContentTypeParser('text/plain');
+    registerStrictJsonParser(app);
     registerHealthRoutes(app, dataSource);
     await registerDocs(app);
     await app.register(restRoutes, { services });

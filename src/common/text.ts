@@ -16,9 +16,13 @@ export const normalizeEmail = (value: string): string => normalizeText(value).to
  */
 export const foldCase = (value: string): string => value.toUpperCase().toLowerCase().normalize('NFC');
 
-const CONTROL_CHARS = /[\u0000-\u001F\u007F]/;
+/** C0 and C1 controls, bidirectional overrides and isolates (text-spoofing), and noncharacters. */
+const CONTROL_CHARS = /[\u0000-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069\uFFFE\uFFFF]/;
 
 /** Well-formed UTF-16 (no lone surrogates, which databases would silently replace) without control characters. */
 export const isCleanText = (value: string): boolean => value.isWellFormed() && !CONTROL_CHARS.test(value);
+
+/** Has at least one character that shows: not only spaces and invisible format characters. */
+export const isVisible = (value: string): boolean => /[^\p{Z}\p{Cf}\s]/u.test(value);
 
 export const codePoints = (value: string): number => [...value].length;

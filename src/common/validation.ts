@@ -1,6 +1,6 @@
 import { isEmail, registerDecorator, validate, type ValidationError, type ValidationOptions } from 'class-validator';
 import { AppError, type FieldError } from '../errors';
-import { codePoints, isCleanText, normalizeEmail, normalizeText } from './text';
+import { codePoints, isCleanText, isVisible, normalizeEmail, normalizeText } from './text';
 
 export const MAX_ID = 2147483647;
 const ID_PATTERN = /^[1-9]\d{0,9}$/;
@@ -44,10 +44,11 @@ function textRule(
 export function IsTrimmedText(min: number, max: number, options?: ValidationOptions): PropertyDecorator {
   return textRule(
     'isTrimmedText',
-    `must be ${min} to ${max} characters after trimming, without control characters`,
+    `must be ${min} to ${max} visible characters after trimming, without control characters`,
     (value) => {
-      const length = codePoints(normalizeText(value));
-      return length >= min && length <= max;
+      const text = normalizeText(value);
+      const length = codePoints(text);
+      return length >= min && length <= max && isVisible(text);
     },
     options,
   );

@@ -49,7 +49,7 @@ const PATHS: Record<string, string[]> = {
   '/trainer/:trainerId/creature': ['GET', 'POST'],
   '/trainer/:trainerId/creature/:creatureId': ['GET', 'DELETE'],
 };
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 /**
  * The REST shim for legacy clients: each handler parses, calls one service method, replies.
@@ -228,13 +228,15 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
   );
 
   for (const [url, allowed] of Object.entries(PATHS)) {
-    const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].join(', ');
+    const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : []), 'OPTIONS'].join(', ');
     app.route({
       method: METHODS.filter((m) => !allowed.includes(m)),
       url,
       schema: { hide: true },
       handler: async (request, reply: FastifyReply) => {
         reply.header('allow', allow);
+        // OPTIONS asks what the path takes (a CORS preflight never gets here: the CORS hook answers it).
+        if (request.method === 'OPTIONS') return reply.code(204).send();
         throw new AppError('METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${allow}`);
       },
     });

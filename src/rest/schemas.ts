@@ -6,8 +6,9 @@ import { ERROR_STATUS, type ErrorCode } from '../errors';
 /*
  * JSON schemas of the REST shim: Fastify validates requests with them, serializes responses
  * through them (a field not listed here can never leave the server), and @fastify/swagger
- * turns them into openapi.json. Bounds come from the same constants as the GraphQL inputs;
- * the text rules (trimming, control characters) are checked by the same class-validator classes.
+ * turns them into openapi.json. Request schemas check shape and types; the value rules are the
+ * GraphQL inputs' class-validator classes (text is measured after trimming, as stored), so both
+ * transports accept and refuse exactly the same values. Numeric bounds come from the same constants.
  */
 
 const id = { type: 'integer', minimum: 1, maximum: MAX_ID } as const;
@@ -112,11 +113,11 @@ export const registerBody = {
   type: 'object',
   required: ['nickname', 'firstName', 'lastName', 'email', 'password', 'team'],
   properties: {
-    nickname: { type: 'string', pattern: '^[A-Za-z0-9_.-]{3,32}$' },
-    firstName: { type: 'string', minLength: 1, maxLength: 64, description: '1..64 characters after trimming' },
-    lastName: { type: 'string', minLength: 1, maxLength: 64, description: '1..64 characters after trimming' },
-    email: { type: 'string', maxLength: 254, description: 'a valid address; stored lower-cased' },
-    password: { type: 'string', minLength: 8, maxLength: 128 },
+    nickname: { type: 'string', description: '3..32 characters of A-Z a-z 0-9 _ . -; unique, case-insensitively' },
+    firstName: { type: 'string', description: '1..64 characters after trimming' },
+    lastName: { type: 'string', description: '1..64 characters after trimming' },
+    email: { type: 'string', description: 'a valid address of at most 254 characters; stored lower-cased' },
+    password: { type: 'string', description: '8..128 characters, no control characters' },
     team,
   },
   additionalProperties: false,
@@ -133,7 +134,7 @@ export const createCreatureBody = {
   type: 'object',
   required: ['name', 'speciesId'],
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: 32, description: '1..32 characters after trimming; unique per trainer, case-insensitively' },
+    name: { type: 'string', description: '1..32 characters after trimming; unique per trainer, case-insensitively' },
     speciesId: { type: 'integer', minimum: 1, maximum: MAX_SPECIES_ID },
     level: { type: 'integer', minimum: 1, maximum: MAX_LEVEL, default: 1 },
   },

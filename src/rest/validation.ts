@@ -10,7 +10,8 @@ import type { FieldError } from '../errors';
 const bodyAjv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
 const textAjv = new Ajv({ coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
 
-const DECIMAL = /^-?\d+$/;
+/** Plain decimal, no leading zeros (as GraphQL ids): `7`, `-1`, `0`; not `007`, `1e3`, `+1`, ` 7`. */
+const DECIMAL = /^(0|-?[1-9]\d*)$/;
 
 interface ObjectSchema {
   properties?: Record<string, { type?: string }>;

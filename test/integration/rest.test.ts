@@ -129,15 +129,37 @@ describe.each(databases)('REST shim on %s', (kind) => {
     expectProblem(await t.app.inject({ method: 'POST', url: '/trainer', headers, payload: big }), 413, 'PAYLOAD_TOO_LARGE');
   });
 
+  it('takes JSON only as UTF-8: another charset is 415, bytes that are not UTF-8 are 400, and nothing is stored', async () => {
+    const nickname = unique('utf_');
+    const json = `{"nickname":"${nickname}","firstName":"Jos\u00e9","lastName":"X","email":"${nickname}@example.test","password":"secret-pass","team":"VALOR"}`;
+    const latin1 = Buffer.from(json, 'latin1');
+    expectProblem(
+      await t.app.inject({ method: 'POST', url: '/trainer', headers: { 'content-type': 'application/json; charset=latin1' }, payload: latin1 }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    expectProblem(
+      await t.app.inject({ method: 'POST', url: '/trainer', headers: { 'content-type': 'application/json' }, payload: latin1 }),
+      400,
+      'BAD_USER_INPUT',
+    );
+    const utf8 = await t.app.inject({ method: 'POST', url: '/trainer', headers: { 'content-type': 'application/json; charset=UTF-8' }, payload: Buffer.from(json, 'utf8') });
+    expect(utf8.statusCode).toBe(201);
+    expect(utf8.json().firstName).toBe('José');
+  });
+
   it('answers a method a path does not take with 405 and an Allow header', async () => {
     const put = await t.app.inject({ method: 'PUT', url: `/trainer/${me.trainer.id}`, headers: auth(me), payload: {} });
     expectProblem(put, 405, 'METHOD_NOT_ALLOWED');
-    expect(put.headers.allow).toBe('GET, HEAD');
+    expect(put.headers.allow).toBe('GET, HEAD, OPTIONS');
     const get = await t.app.inject({ method: 'GET', url: '/trainer/authenticate' });
     expectProblem(get, 405, 'METHOD_NOT_ALLOWED');
-    expect(get.headers.allow).toBe('POST');
+    expect(get.headers.allow).toBe('POST, OPTIONS');
     const patch = await t.app.inject({ method: 'PATCH', url: `/trainer/1/creature/2` });
-    expect(patch.headers.allow).toBe('GET, DELETE, HEAD');
+    expect(patch.headers.allow).toBe('GET, DELETE, HEAD, OPTIONS');
+    const options = await t.app.inject({ method: 'OPTIONS', url: '/trainer' });
+    expect(options.statusCode).toBe(204);
+    expect(options.headers.allow).toBe('GET, POST, HEAD, OPTIONS');
   });
 
   it('answers an unknown path with 404 problem+json', async () => {

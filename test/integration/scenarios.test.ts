@@ -43,7 +43,7 @@ const registration = (overrides: Record<string, unknown> = {}) => {
   };
 };
 
-const MALFORMED_IDS = ['abc', '-1', '0', '1.5', '1e3', '99999999999999999999', "1' OR '1'='1"];
+const MALFORMED_IDS = ['abc', '-1', '0', '007', '1.5', '1e3', '99999999999999999999', '1'.repeat(300), "1' OR '1'='1"];
 
 describe.each(databases)('on %s', (kind) => {
   let t: TestApp;
@@ -78,6 +78,11 @@ describe.each(databases)('on %s', (kind) => {
         value(await api.register(input));
         expectFailure(api, await api.register(registration({ email: input.email.toUpperCase() })), 'TRAINER_ALREADY_EXISTS');
         expectFailure(api, await api.register(registration({ nickname: input.nickname.toLowerCase() })), 'TRAINER_ALREADY_EXISTS');
+      });
+
+      it('measures first and last names after trimming, as stored', async () => {
+        const trainer = value(await api.register(registration({ firstName: `Ash${' '.repeat(70)}` })));
+        expect(trainer.firstName).toBe('Ash');
       });
 
       it.each([
@@ -161,6 +166,20 @@ describe.each(databases)('on %s', (kind) => {
         expect(creature).toMatchObject({ name, speciesId: 37, level: 1, trainerId: me.trainer.id });
         expect(await creatures().findOneBy({ id: creature.id })).toMatchObject({ name, trainerId: me.trainer.id });
         expect(value(await api.getCreature(me.token, myId(), String(creature.id)))).toEqual(creature);
+      });
+
+      it('measures a name after trimming: padding beyond 32 characters is fine when the name fits', async () => {
+        const name = unique('Pad');
+        const creature = value(await api.createCreature(me.token, myId(), { name: `${name}${' '.repeat(40)}`, speciesId: 1 }));
+        expect(creature.name).toBe(name);
+      });
+
+      it.each([
+        ['a C1 control', 'a\u0085b'],
+        ['a right-to-left override', 'abc\u202Edef'],
+        ['only invisible characters', '\u200B\u200B'],
+      ])('refuses a name with %s as BAD_USER_INPUT', async (_what, name) => {
+        expectFailure(api, await api.createCreature(me.token, myId(), { name, speciesId: 1 }), 'BAD_USER_INPUT', 'name');
       });
 
       it('refuses the same name again, in any case, as DUPLICATE_CREATURE', async () => {
