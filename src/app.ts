@@ -37,7 +37,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     bodyLimit: config.bodyLimit,
     clientErrorHandler,
     // Long path ids must reach validation (400 BAD_USER_INPUT), not the router's own 414.
-    maxParamLength: 1024,
+    routerOptions: { maxParamLength: 1024 },
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
