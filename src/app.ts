@@ -9,6 +9,7 @@ import { runMigrations } from './db/migrate';
 import { registerGraphQL } from './graphql/plugin';
 import { clientErrorHandler, registerErrorHandlers, registerStrictJsonParser } from './http-errors';
 import { registerDocs } from './ops/docs';
+import { errorForLog } from './log';
 import { registerHealthRoutes } from './ops/health';
 import { restRoutes } from './rest/routes';
 import { createServices, type Services } from './services';
@@ -23,6 +24,8 @@ declare module 'fastify' {
 export interface BuildOptions {
   /** Called with every SQL statement the app sends (tests and the benchmark count statements). */
   readonly onQuery?: DataSourceExtras['onQuery'];
+  /** Where log lines go instead of stdout (tests read them). */
+  readonly logStream?: { write(line: string): void };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -33,6 +36,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     logger: {
       level: config.logLevel,
       redact: ['req.headers.authorization', 'req.headers.cookie'],
+      serializers: { err: errorForLog },
+      ...(options.logStream ? { stream: options.logStream } : {}),
     },
     bodyLimit: config.bodyLimit,
     clientErrorHandler,

@@ -136,16 +136,24 @@ export function loadDatabaseConfig(env: Env = process.env): DatabaseConfig {
  */
 function developmentSecret(dataDir: string): string {
   const file = join(dataDir, 'jwt-secret');
+  const read = () => readFileSync(file, 'utf8').trim();
   try {
-    const existing = readFileSync(file, 'utf8').trim();
+    const existing = read();
     if (Buffer.byteLength(existing) >= MIN_SECRET_BYTES) return existing;
-  } catch {
-    // not there yet: generate it below
+    throw new ConfigError(`Invalid configuration: JWT_SECRET kept in ${file} is shorter than ${MIN_SECRET_BYTES} bytes; delete the file`);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   mkdirSync(dataDir, { recursive: true });
   const secret = randomBytes(48).toString('base64url');
-  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
-  return secret;
+  try {
+    // 'wx': when two processes start together, the first writer wins and the other reads its secret.
+    writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    return secret;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return read();
+    throw error;
+  }
 }
 
 export function loadConfig(env: Env = process.env): Config {

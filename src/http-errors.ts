@@ -1,4 +1,5 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {} from '@fastify/swagger';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from './db/errors';
 import { AppError, ERROR_STATUS, type ErrorCode, type FieldError } from './errors';
 import { validationFields } from './rest/validation';
@@ -18,7 +19,7 @@ const TITLES: Record<ErrorCode, string> = {
   SERVICE_UNAVAILABLE: 'Service unavailable',
 };
 
-/** Turns anything thrown before or outside a resolver (body parsing, routing, services) into a catalogue error. */
+/** Turns anything thrown (body parsing, routing, services, resolvers) into a catalogue error. */
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   if (isDatabaseUnavailable(error)) {
@@ -70,11 +71,40 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
     });
 }
 
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/**
+ * Every method `url` does not take answers 405 with an Allow header, before the body is read
+ * (a PUT with any body is 405, not 415 or 413). OPTIONS, when not taken, answers 204 with
+ * Allow; a CORS preflight never gets there, the CORS hook answers it first.
+ */
+export function methodNotAllowed(app: FastifyInstance, url: string, allowed: readonly string[]): void {
+  const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : []), ...(allowed.includes('OPTIONS') ? [] : ['OPTIONS'])].join(
+    ', ',
+  );
+  app.route({
+    method: METHODS.filter((m) => !allowed.includes(m)),
+    url,
+    schema: { hide: true },
+    onRequest: async (request, reply) => {
+      reply.header('allow', allow);
+      if (request.method === 'OPTIONS') return reply.code(204).send();
+      throw new AppError('METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${allow}`);
+    },
+    handler: async () => undefined,
+  });
+}
+
+/** Failures that are not the client's are logged (with the cause); the client only gets the catalogue code. */
+export function logIfUnexpected(log: FastifyBaseLogger, error: unknown, appError: AppError): void {
+  if (appError.code === 'INTERNAL_SERVER_ERROR') log.error({ err: error }, 'unexpected error');
+  else if (appError.code === 'SERVICE_UNAVAILABLE') log.error({ err: error }, 'database unavailable');
+}
+
 export function registerErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error);
-    if (appError.code === 'INTERNAL_SERVER_ERROR') request.log.error({ err: error }, 'unexpected error');
-    else if (appError.code === 'SERVICE_UNAVAILABLE') request.log.error({ err: error }, 'database unavailable');
+    logIfUnexpected(request.log, error, appError);
     return sendError(request, reply, appError);
   });
   app.setNotFoundHandler((request, reply) =>

@@ -1,4 +1,5 @@
 import jwt from 'jsonwebtoken';
+import { parseId } from '../common/validation';
 
 /** The only module that touches jsonwebtoken: algorithm pinned, every claim set and required. */
 export const JWT_ISSUER = 'creature-registry';
@@ -37,10 +38,7 @@ export class TokenIssuer {
         audience: JWT_AUDIENCE,
       });
       if (typeof payload !== 'object' || typeof payload.exp !== 'number') return undefined;
-      const sub = payload.sub;
-      if (typeof sub !== 'string' || !/^[1-9]\d{0,9}$/.test(sub)) return undefined;
-      const id = Number(sub);
-      return id <= 2147483647 ? id : undefined;
+      return typeof payload.sub === 'string' ? parseId(payload.sub) : undefined;
     } catch {
       return undefined;
     }

@@ -36,7 +36,8 @@ export async function verifyPassword(password: string, stored: string): Promise<
 
 /**
  * A hash of a random password, computed once, to verify against when the email is unknown:
- * the answer then takes as long as for a wrong password and gives nothing away.
+ * the answer then takes as long as for a wrong password and gives nothing away. Kept per
+ * process, not per app: it is an immutable value that costs a full hash to make.
  */
 let decoy: Promise<string> | undefined;
 export function decoyHash(): Promise<string> {

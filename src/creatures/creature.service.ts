@@ -1,4 +1,4 @@
-import { In, type DataSource, type Repository } from 'typeorm';
+import type { DataSource, Repository } from 'typeorm';
 import type { Page } from '../common/args';
 import { foldCase, normalizeText } from '../common/text';
 import { isForeignKeyViolation, uniqueViolation } from '../db/errors';
@@ -86,9 +86,9 @@ export class CreatureService {
 
   /** One page of a trainer's creatures with their total; NOT_FOUND when there is no such trainer. */
   async pageOfTrainer(trainerId: number, limit: number, offset: number): Promise<Page<Creature> & { totalCount: number }> {
-    const [[items], [totalCount], exists] = await Promise.all([
+    const [[items], totalCount, exists] = await Promise.all([
       this.pagesForTrainers([trainerId], limit, offset),
-      this.countsForTrainers([trainerId]),
+      this.repo.countBy({ trainerId }),
       this.trainerExists(trainerId),
     ]);
     if (!exists) throw new AppError('NOT_FOUND', `No trainer with id ${trainerId}`);
@@ -125,18 +125,5 @@ export class CreatureService {
     const byTrainer = new Map<number, Creature[]>(trainerIds.map((id) => [id, []]));
     for (const row of rows) byTrainer.get(row.trainerId)?.push(row);
     return trainerIds.map((id) => byTrainer.get(id)!);
-  }
-
-  /** How many creatures each trainer owns, in one statement. */
-  async countsForTrainers(trainerIds: readonly number[]): Promise<number[]> {
-    const rows = await this.repo
-      .createQueryBuilder('c')
-      .select('c.trainerId', 'trainerId')
-      .addSelect('COUNT(*)', 'count')
-      .where({ trainerId: In([...trainerIds]) })
-      .groupBy('c.trainerId')
-      .getRawMany<{ trainerId: number | string; count: number | string }>();
-    const counts = new Map(rows.map((r) => [Number(r.trainerId), Number(r.count)]));
-    return trainerIds.map((id) => counts.get(id) ?? 0);
   }
 }

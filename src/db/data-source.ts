@@ -9,8 +9,6 @@ import { migrations } from './migrations/index';
 export const entities = [Trainer, Creature];
 
 export interface DataSourceExtras {
-  /** Creates the schema from the entities instead of running migrations (tests of the CLI only). */
-  readonly synchronize?: boolean;
   readonly logging?: LoggerOptions;
   /** Called with every SQL statement sent (tests and the benchmark count them). */
   readonly onQuery?: (sql: string) => void;
@@ -26,7 +24,7 @@ export function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras =
     entities,
     migrations,
     migrationsTableName: 'migrations',
-    synchronize: extras.synchronize ?? false,
+    synchronize: false,
     logging: extras.onQuery ? (['query'] as LoggerOptions) : (extras.logging ?? false),
     ...(extras.onQuery ? { logger: queryListener(extras.onQuery) } : {}),
   } as const;

@@ -1,3 +1,4 @@
+import type { FastifyBaseLogger } from 'fastify';
 import type { RequestAuth } from '../auth/auth.service';
 import type { Services } from '../services';
 import type { Loaders } from './loaders';
@@ -11,4 +12,6 @@ export interface GraphQLContext {
    * to registerTrainer and authenticate show the new or signed-in trainer its own email.
    */
   readonly selfIds: Set<number>;
+  /** The request's logger (it carries the request id). */
+  readonly log: FastifyBaseLogger;
 }

@@ -1,8 +1,10 @@
+import type { ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import type { FastifyBaseLogger } from 'fastify';
-import { isDatabaseUnavailable } from '../db/errors';
 import { AppError, type ErrorCode, type FieldError } from '../errors';
+import { logIfUnexpected, toAppError } from '../http-errors';
+import type { GraphQLContext } from './context';
 
 /** Apollo's own codes for a request the client got wrong: all of them are BAD_USER_INPUT in our catalogue. */
 const CLIENT_ERROR_CODES = new Set([
@@ -34,27 +36,43 @@ function shaped(formatted: GraphQLFormattedError, code: ErrorCode, message: stri
 
 /**
  * Every GraphQL error leaves with a catalogue code. Application errors keep their message;
- * anything unexpected is logged and masked, so no stack, SQL or driver text reaches a client.
+ * anything unexpected is masked, so no stack, SQL or driver text reaches a client (the
+ * logging plugin below has already logged it, with the request's id).
  */
-export function createFormatError(log: FastifyBaseLogger) {
-  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
-    const original = unwrapResolverError(error);
-    if (original instanceof AppError) return shaped(formatted, original.code, original.message, original.fields);
+export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+  const original = unwrapResolverError(error);
+  if (original instanceof AppError) return shaped(formatted, original.code, original.message, original.fields);
 
-    const code = formatted.extensions?.code;
-    if (typeof code === 'string' && CLIENT_ERROR_CODES.has(code)) {
-      return shaped(formatted, 'BAD_USER_INPUT', formatted.message, variableFields(formatted.message));
-    }
-    // A GraphQLError with no cause and no path is about the request itself (an unsupported
-    // operation type, a persisted-query hash that does not match): the client's mistake.
-    if (error instanceof GraphQLError && !error.originalError && !formatted.path) {
-      return shaped(formatted, 'BAD_USER_INPUT', formatted.message);
-    }
-    if (isDatabaseUnavailable(original)) {
-      log.error({ err: original }, 'database unavailable');
-      return shaped(formatted, 'SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; try again shortly');
-    }
-    log.error({ err: original, path: formatted.path }, 'unexpected error in a GraphQL operation');
-    return shaped(formatted, 'INTERNAL_SERVER_ERROR', 'Internal server error');
+  // Apollo answers a mutation sent with GET with HTTP 405: keep code and status in step.
+  if (error instanceof GraphQLError && (error.extensions.http as { status?: number } | undefined)?.status === 405) {
+    return shaped(formatted, 'METHOD_NOT_ALLOWED', formatted.message);
+  }
+  const code = formatted.extensions?.code;
+  if (typeof code === 'string' && CLIENT_ERROR_CODES.has(code)) {
+    return shaped(formatted, 'BAD_USER_INPUT', formatted.message, variableFields(formatted.message));
+  }
+  // A GraphQLError with no cause and no path is about the request itself (an unsupported
+  // operation type, a persisted-query hash that does not match): the client's mistake.
+  if (error instanceof GraphQLError && !error.originalError && !formatted.path) {
+    return shaped(formatted, 'BAD_USER_INPUT', formatted.message);
+  }
+  const appError = toAppError(original);
+  return shaped(formatted, appError.code, appError.message);
+}
+
+/** Logs the errors of an operation that are not the client's, through the request's own logger. */
+export function errorLoggingPlugin(fallback: FastifyBaseLogger): ApolloServerPlugin<GraphQLContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async didEncounterErrors({ errors, contextValue }) {
+          for (const error of errors) {
+            const original = unwrapResolverError(error);
+            if (original instanceof AppError || (error instanceof GraphQLError && !error.originalError)) continue;
+            logIfUnexpected(contextValue?.log ?? fallback, original, toAppError(original));
+          }
+        },
+      };
+    },
   };
 }

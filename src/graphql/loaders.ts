@@ -17,7 +17,7 @@ export class Loaders {
       const found = new Map((await services.trainers.findByIds(ids)).map((t) => [t.id, t]));
       return ids.map((id) => found.get(id) ?? null);
     });
-    this.creatureCount = new DataLoader((ids) => services.creatures.countsForTrainers(ids));
+    this.creatureCount = new DataLoader((ids) => services.trainers.creatureCounts(ids));
   }
 
   /** The loader of one page shape: fields asking for different pages are batched separately. */

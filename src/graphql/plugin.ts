@@ -4,9 +4,10 @@ import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin
 import fastifyApollo from '@as-integrations/fastify';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config';
+import { methodNotAllowed } from '../http-errors';
 import type { Services } from '../services';
 import type { GraphQLContext } from './context';
-import { createFormatError } from './format-error';
+import { errorLoggingPlugin, formatError } from './format-error';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 
@@ -15,11 +16,14 @@ export async function registerGraphQL(app: FastifyInstance, config: Config, serv
     schema: await buildGraphQLSchema(),
     introspection: config.graphqlIntrospection,
     includeStacktraceInErrorResponses: false,
-    formatError: createFormatError(app.log),
+    // No "Did you mean ...?" in production: it would hand out the schema that introspection hides.
+    hideSchemaDetailsFromClientErrors: config.isProduction,
+    formatError,
     logger: app.log,
     // Fastify's own close() drains HTTP; Apollo's drain plugin would call close() again from inside it.
     stopOnTerminationSignals: false,
     plugins: [
+      errorLoggingPlugin(app.log),
       config.sandbox
         ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false })
         : ApolloServerPluginLandingPageDisabled(),
@@ -28,6 +32,7 @@ export async function registerGraphQL(app: FastifyInstance, config: Config, serv
   await apollo.start();
   app.addHook('onClose', async () => apollo.stop());
 
+  methodNotAllowed(app, '/graphql', ['GET', 'POST', 'OPTIONS']);
   await app.register(fastifyApollo(apollo), {
     path: '/graphql',
     context: async (request): Promise<GraphQLContext> => {
@@ -37,6 +42,7 @@ export async function registerGraphQL(app: FastifyInstance, config: Config, serv
         loaders,
         auth: services.auth.forRequest(request.headers.authorization, (id) => loaders.trainerById.load(id)),
         selfIds: new Set(),
+        log: request.log,
       };
     },
   });

@@ -1,14 +1,14 @@
 import type { Creature } from '../creatures/creature.entity';
-import type { Trainer } from '../trainers/trainer.entity';
+import type { TrainerProfile } from '../trainers/trainer.service';
 
-/** The REST shape of a trainer; `email` only when the reader is that trainer. */
-export function presentTrainer(trainer: Trainer, creaturesOwned: number, showEmail: boolean) {
+/** The REST shape of a trainer: `email` is left out (not null) where the reader may not see it. */
+export function presentTrainer({ trainer, creaturesOwned, email }: TrainerProfile) {
   return {
     id: trainer.id,
     nickname: trainer.nickname,
     firstName: trainer.firstName,
     lastName: trainer.lastName,
-    ...(showEmail ? { email: trainer.email } : {}),
+    ...(email !== null ? { email } : {}),
     team: trainer.team,
     creaturesOwned,
     createdAt: trainer.createdAt,

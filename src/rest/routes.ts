@@ -1,8 +1,7 @@
 import type {} from '@fastify/swagger';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { validateOrThrow } from '../common/validation';
 import { CreateCreatureInput } from '../creatures/creature.inputs';
-import { AppError } from '../errors';
 import type { Services } from '../services';
 import type { Trainer } from '../trainers/trainer.entity';
 import { RegisterTrainerInput } from '../trainers/trainer.inputs';
@@ -19,7 +18,8 @@ import {
   trainerPageSchema,
   trainerParams,
 } from './schemas';
-import { restValidatorCompiler } from './validation';
+import { methodNotAllowed } from '../http-errors';
+import { createRestValidatorCompiler } from './validation';
 
 type Page = { limit: number; offset: number };
 type TrainerPath = { trainerId: number };
@@ -49,14 +49,13 @@ const PATHS: Record<string, string[]> = {
   '/trainer/:trainerId/creature': ['GET', 'POST'],
   '/trainer/:trainerId/creature/:creatureId': ['GET', 'DELETE'],
 };
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 /**
  * The REST shim for legacy clients: each handler parses, calls one service method, replies.
  * Authentication is the GraphQL one (AuthService.forRequest); every rule lives in the services.
  */
 export async function restRoutes(app: FastifyInstance, { services }: { services: Services }): Promise<void> {
-  app.setValidatorCompiler(restValidatorCompiler);
+  app.setValidatorCompiler(createRestValidatorCompiler());
   app.decorateRequest('viewer', null);
 
   /** Runs before the body is even parsed, so an anonymous caller learns nothing about its input. */
@@ -66,7 +65,6 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
       .requireViewer();
   };
   const viewerOf = (request: FastifyRequest): Trainer => request.viewer!;
-  const countOf = async (trainerId: number) => (await services.creatures.countsForTrainers([trainerId]))[0]!;
 
   app.post<{ Body: RegisterTrainerInput }>(
     '/trainer',
@@ -80,7 +78,7 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
     },
     async (request, reply) => {
       const trainer = await services.trainers.register(await validInput(RegisterTrainerInput, request.body));
-      return reply.code(201).send(presentTrainer(trainer, 0, true));
+      return reply.code(201).send(presentTrainer({ trainer, creaturesOwned: 0, email: trainer.email }));
     },
   );
 
@@ -96,7 +94,7 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
     },
     async (request) => {
       const auth = await services.auth.authenticate(request.body.email, request.body.password);
-      return { ...auth, trainer: presentTrainer(auth.trainer, await countOf(auth.trainer.id), true) };
+      return { ...auth, trainer: presentTrainer(await services.trainers.profile(auth.trainer.id, auth.trainer.id)) };
     },
   );
 
@@ -113,16 +111,8 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
       },
     },
     async (request) => {
-      const { limit, offset } = request.query;
-      const [page, totalCount] = await Promise.all([services.trainers.page(limit, offset), services.trainers.count()]);
-      const counts = page.items.length ? await services.creatures.countsForTrainers(page.items.map((t) => t.id)) : [];
-      const viewerId = viewerOf(request).id;
-      return {
-        items: page.items.map((t, i) => presentTrainer(t, counts[i]!, t.id === viewerId)),
-        totalCount,
-        limit,
-        offset,
-      };
+      const page = await services.trainers.profilePage(request.query.limit, request.query.offset, viewerOf(request).id);
+      return { ...page, items: page.items.map(presentTrainer) };
     },
   );
 
@@ -139,9 +129,7 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
       },
     },
     async (request) => {
-      const { trainerId } = request.params;
-      const [trainer, count] = await Promise.all([services.trainers.getById(trainerId), countOf(trainerId)]);
-      return presentTrainer(trainer, count, trainer.id === viewerOf(request).id);
+      return presentTrainer(await services.trainers.profile(request.params.trainerId, viewerOf(request).id));
     },
   );
 
@@ -227,18 +215,5 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
     },
   );
 
-  for (const [url, allowed] of Object.entries(PATHS)) {
-    const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : []), 'OPTIONS'].join(', ');
-    app.route({
-      method: METHODS.filter((m) => !allowed.includes(m)),
-      url,
-      schema: { hide: true },
-      handler: async (request, reply: FastifyReply) => {
-        reply.header('allow', allow);
-        // OPTIONS asks what the path takes (a CORS preflight never gets here: the CORS hook answers it).
-        if (request.method === 'OPTIONS') return reply.code(204).send();
-        throw new AppError('METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${allow}`);
-      },
-    });
-  }
+  for (const [url, allowed] of Object.entries(PATHS)) methodNotAllowed(app, url, allowed);
 }

@@ -2,6 +2,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/args';
 import { MAX_ID } from '../common/validation';
 import { MAX_LEVEL, MAX_SPECIES_ID } from '../creatures/creature.inputs';
 import { ERROR_STATUS, type ErrorCode } from '../errors';
+import { Team } from '../trainers/team';
 
 /*
  * JSON schemas of the REST shim: Fastify validates requests with them, serializes responses
@@ -13,7 +14,7 @@ import { ERROR_STATUS, type ErrorCode } from '../errors';
 
 const id = { type: 'integer', minimum: 1, maximum: MAX_ID } as const;
 const dateTime = { type: 'string', format: 'date-time', description: 'ISO-8601, UTC' } as const;
-const team = { type: 'string', enum: ['VALOR', 'INSTINCT', 'MYSTIC'] } as const;
+const team = { type: 'string', enum: Object.values(Team) } as const;
 
 export const trainerSchema = {
   $id: 'Trainer',

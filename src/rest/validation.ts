@@ -7,9 +7,6 @@ import type { FieldError } from '../errors';
  * path and query strings are coerced to integers, but only from plain decimal text: Ajv alone
  * would also accept "1e3", "" or " 7".
  */
-const bodyAjv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
-const textAjv = new Ajv({ coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
-
 /** Plain decimal, no leading zeros (as GraphQL ids): `7`, `-1`, `0`; not `007`, `1e3`, `+1`, ` 7`. */
 const DECIMAL = /^(0|-?[1-9]\d*)$/;
 
@@ -46,10 +43,14 @@ function decimalIntegers(schema: ObjectSchema, validate: ValidateFunction): Vali
   return wrapped;
 }
 
-export const restValidatorCompiler: FastifySchemaCompiler<ObjectSchema> = ({ schema, httpPart }) => {
-  if (httpPart === 'body') return bodyAjv.compile(schema);
-  return decimalIntegers(schema, textAjv.compile(schema));
-};
+/** A validator compiler for one app's REST routes (each app gets its own Ajv instances). */
+export function createRestValidatorCompiler(): FastifySchemaCompiler<ObjectSchema> {
+  const options = { useDefaults: true, removeAdditional: false, allErrors: true, strict: false } as const;
+  const bodyAjv = new Ajv({ ...options, coerceTypes: false });
+  const textAjv = new Ajv({ ...options, coerceTypes: true });
+  return ({ schema, httpPart }) =>
+    httpPart === 'body' ? bodyAjv.compile(schema) : decimalIntegers(schema, textAjv.compile(schema));
+}
 
 /** Ajv's errors as the catalogue's `fields`: `level`, `trainerId`, `nickname`... */
 export function validationFields(errors: readonly Partial<ErrorObject>[]): FieldError[] {

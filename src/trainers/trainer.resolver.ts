@@ -7,6 +7,7 @@ import { Viewer } from '../graphql/viewer.decorator';
 import { TrainerPage } from './trainer-page.type';
 import { Trainer } from './trainer.entity';
 import { RegisterTrainerArgs } from './trainer.inputs';
+import { visibleEmail } from './trainer.service';
 
 @Resolver(() => Trainer)
 export class TrainerResolver {
@@ -45,8 +46,7 @@ export class TrainerResolver {
   })
   async email(@Root() trainer: Trainer, @Ctx() ctx: GraphQLContext): Promise<string | null> {
     if (ctx.selfIds.has(trainer.id)) return trainer.email;
-    const viewer = await ctx.auth.viewer();
-    return viewer?.id === trainer.id ? trainer.email : null;
+    return visibleEmail(trainer, (await ctx.auth.viewer())?.id);
   }
 
   @FieldResolver(() => Int, { description: 'How many creatures this trainer owns.' })

@@ -5,6 +5,7 @@ import type { Page } from '../common/args';
 import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Team } from './team';
+import { Creature } from '../creatures/creature.entity';
 import { Trainer } from './trainer.entity';
 
 export interface NewTrainer {
@@ -16,11 +17,24 @@ export interface NewTrainer {
   readonly team: Team;
 }
 
+/** A trainer as a reader sees it: with its creature count, and its email only if the reader is that trainer. */
+export interface TrainerProfile {
+  readonly trainer: Trainer;
+  readonly creaturesOwned: number;
+  readonly email: string | null;
+}
+
+/** The privacy rule for emails: a trainer's email is shown to that trainer only. */
+export const visibleEmail = (trainer: Trainer, viewerId: number | undefined): string | null =>
+  trainer.id === viewerId ? trainer.email : null;
+
 export class TrainerService {
   private readonly repo: Repository<Trainer>;
+  private readonly creatures: Repository<Creature>;
 
   constructor(dataSource: DataSource) {
     this.repo = dataSource.getRepository(Trainer);
+    this.creatures = dataSource.getRepository(Creature);
   }
 
   /** Creates the account; the unique indexes decide duplicates, so concurrent registrations cannot both win. */
@@ -81,5 +95,33 @@ export class TrainerService {
 
   count(): Promise<number> {
     return this.repo.count();
+  }
+
+  /** How many creatures each trainer owns, in one statement. */
+  async creatureCounts(trainerIds: readonly number[]): Promise<number[]> {
+    if (trainerIds.length === 0) return [];
+    const rows = await this.creatures
+      .createQueryBuilder('c')
+      .select('c.trainerId', 'trainerId')
+      .addSelect('COUNT(*)', 'count')
+      .where({ trainerId: In([...trainerIds]) })
+      .groupBy('c.trainerId')
+      .getRawMany<{ trainerId: number | string; count: number | string }>();
+    const counts = new Map(rows.map((r) => [Number(r.trainerId), Number(r.count)]));
+    return trainerIds.map((id) => counts.get(id) ?? 0);
+  }
+
+  /** One trainer as `viewerId` sees it; NOT_FOUND when there is none. */
+  async profile(id: number, viewerId: number): Promise<TrainerProfile> {
+    const [trainer, [creaturesOwned]] = await Promise.all([this.getById(id), this.creatureCounts([id])]);
+    return { trainer, creaturesOwned: creaturesOwned!, email: visibleEmail(trainer, viewerId) };
+  }
+
+  /** A page of trainers as `viewerId` sees them, with the total: three statements whatever the page size. */
+  async profilePage(limit: number, offset: number, viewerId: number): Promise<Page<TrainerProfile> & { totalCount: number }> {
+    const [page, totalCount] = await Promise.all([this.page(limit, offset), this.count()]);
+    const counts = await this.creatureCounts(page.items.map((t) => t.id));
+    const items = page.items.map((trainer, i) => ({ trainer, creaturesOwned: counts[i]!, email: visibleEmail(trainer, viewerId) }));
+    return { items, totalCount, limit, offset };
   }
 }

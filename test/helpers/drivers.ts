@@ -140,8 +140,9 @@ export function graphqlDriver(app: FastifyInstance): Driver {
       return outcome(res, (d) => d.trainer as Raw, (raw) => ({
         items: (raw.creatures as Raw[]).map(creatureOf),
         totalCount: raw.creaturesOwned as number,
-        limit: (query.limit as number) ?? 20,
-        offset: (query.offset as number) ?? 0,
+        // Not echoed by GraphQL; NaN so that no assertion can pass on a value the server never sent.
+        limit: Number.NaN,
+        offset: Number.NaN,
       }));
     },
     async deleteCreature(token, _trainerId, creatureId) {

@@ -118,6 +118,26 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
     }
   });
 
+  it('answers GraphQL bodies that are not JSON with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/graphql', headers: { 'content-type': 'text/plain' }, payload: '{ me { id } }' });
+    expect(res.statusCode).toBe(415);
+    expect(res.json().errors[0].extensions.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('answers methods /graphql does not take with 405 METHOD_NOT_ALLOWED, and a mutation over GET too', async () => {
+    const put = await t.app.inject({ method: 'PUT', url: '/graphql', headers: { 'content-type': 'application/json' }, payload: '{}' });
+    expect(put.statusCode).toBe(405);
+    expect(put.headers.allow).toMatch(/GET, POST/);
+    expect(put.json().errors[0].extensions.code).toBe('METHOD_NOT_ALLOWED');
+    const get = await t.app.inject({
+      method: 'GET',
+      url: '/graphql?query=mutation%7B__typename%7D',
+      headers: { 'apollo-require-preflight': 'true' },
+    });
+    expect(get.statusCode).toBe(405);
+    expect(get.json().errors[0].extensions.code).toBe('METHOD_NOT_ALLOWED');
+  });
+
   it('reports /readyz 503 SERVICE_UNAVAILABLE and database errors as SERVICE_UNAVAILABLE once the database is gone', async () => {
     const { token } = await createTrainer(t.app);
     await t.app.dataSource.destroy();
@@ -125,6 +145,10 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
     expect(ready.statusCode).toBe(503);
     const res = await gql(t.app, '{ me { id } }', {}, token);
     expect(errorCode(res)).toBe('SERVICE_UNAVAILABLE');
+    const rest = await t.app.inject({ method: 'GET', url: '/trainer', headers: { authorization: `Bearer ${token}` } });
+    expect(rest.statusCode).toBe(503);
+    expect(rest.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(rest.json().code).toBe('SERVICE_UNAVAILABLE');
   });
 });
 
@@ -155,12 +179,52 @@ describe('CORS', () => {
   });
 });
 
+describe('logging of unexpected errors', () => {
+  const lines: string[] = [];
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp('sqlite', { LOG_LEVEL: 'info' }, { logStream: { write: (line) => lines.push(line) } });
+  });
+  afterAll(async () => t.close());
+
+  it('logs the cause with the request id, but no SQL parameters, password hash or token', async () => {
+    const { token } = await createTrainer(t.app);
+    // A trigger makes the insert of a registration fail unexpectedly, with the hash among its parameters.
+    await t.app.dataSource.query(`CREATE TRIGGER no_more BEFORE INSERT ON trainer BEGIN SELECT RAISE(ABORT, 'disk on fire'); END`);
+    lines.length = 0;
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-request-id': 'trace-me' },
+      payload: {
+        query: `mutation { registerTrainer(input: { nickname: "logcheck", firstName: "L", lastName: "C",
+          email: "log@example.test", password: "very-secret-pw", team: VALOR }) { id } }`,
+      },
+    });
+    expect(res.json().errors[0].extensions.code).toBe('INTERNAL_SERVER_ERROR');
+    const logged = lines.map((l) => JSON.parse(l) as { msg: string; reqId?: string; err?: { message: string } });
+    const entry = logged.find((l) => l.msg === 'unexpected error');
+    expect(entry?.err?.message).toContain('disk on fire');
+    expect(entry?.reqId).toBe('trace-me');
+    const text = lines.join('\n');
+    expect(text).not.toMatch(/scrypt\$|very-secret-pw|log@example\.test/);
+    expect(text).not.toContain(token);
+  });
+});
+
 describe('production mode', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await startTestApp('sqlite', { NODE_ENV: 'production' });
   });
   afterAll(async () => t.close());
+
+  it('suggests no field names in errors', async () => {
+    const { token } = await createTrainer(t.app);
+    const res = await gql(t.app, '{ me { nicknam } }', {}, token);
+    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(res.errors![0]!.message).not.toMatch(/did you mean|nickname/i);
+  });
 
   it('serves no Sandbox landing page and refuses introspection', async () => {
     const page = await t.app.inject({ method: 'GET', url: '/graphql', headers: { accept: 'text/html' } });

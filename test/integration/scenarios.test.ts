@@ -1,4 +1,5 @@
 import { Creature } from '../../src/creatures/creature.entity';
+import { ERROR_STATUS, type ErrorCode } from '../../src/errors';
 import { Trainer } from '../../src/trainers/trainer.entity';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { drivers, type Driver, type Outcome } from '../helpers/drivers';
@@ -9,19 +10,10 @@ import { createCreature, createTrainer, TEST_PASSWORD, unique, type TrainerFixtu
  * databases. A behaviour that differs between GraphQL and REST fails here.
  */
 
-const STATUS: Record<string, number> = {
-  BAD_USER_INPUT: 400,
-  UNAUTHENTICATED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  DUPLICATE_CREATURE: 409,
-  TRAINER_ALREADY_EXISTS: 409,
-};
-
 /** The outcome failed with `code`; on REST also with the catalogue's HTTP status. */
 function expectFailure<T>(driver: Driver, result: Outcome<T>, code: string, field?: string): void {
   expect(result).toMatchObject({ ok: false, code });
-  if (driver.name === 'rest' && !result.ok) expect(result.status).toBe(STATUS[code]);
+  if (driver.name === 'rest' && !result.ok) expect(result.status).toBe(ERROR_STATUS[code as ErrorCode]);
   if (field && !result.ok) expect(result.fields?.map((f) => f.field)).toContain(field);
 }
 
@@ -94,9 +86,7 @@ describe.each(databases)('on %s', (kind) => {
         ['lastName', { lastName: 42 }],
       ])('refuses a bad %s as BAD_USER_INPUT and writes nothing', async (field, override) => {
         const input = registration(override);
-        const result = await api.register(input);
-        expectFailure(api, result, 'BAD_USER_INPUT');
-        if (!result.ok && result.fields) expect(result.fields.map((f) => f.field)).toContain(field);
+        expectFailure(api, await api.register(input), 'BAD_USER_INPUT', field);
         expect(await trainers().countBy({ nickname: input.nickname as string })).toBe(0);
       });
 
@@ -227,7 +217,9 @@ describe.each(databases)('on %s', (kind) => {
         for (let i = 0; i < 4; i += 1) made.push(await createCreature(t.app, collector.trainer.id, { name: `n${i}` }));
         const id = String(collector.trainer.id);
         const page = value(await api.listCreatures(me.token, id, { limit: 2, offset: 1 }));
-        expect(page).toMatchObject({ totalCount: 4, limit: 2, offset: 1 });
+        expect(page.totalCount).toBe(4);
+        // GraphQL's Trainer.creatures is a plain list: only REST echoes limit and offset.
+        if (api.name === 'rest') expect(page).toMatchObject({ limit: 2, offset: 1 });
         expect(page.items.map((c) => c.name)).toEqual(['n1', 'n2']);
         expect(page.items.every((c) => c.trainerId === collector.trainer.id)).toBe(true);
         expectFailure(api, await api.listCreatures(me.token, id, { limit: 101 }), 'BAD_USER_INPUT', 'limit');
