@@ -47,10 +47,14 @@ async function main(): Promise<void> {
     const services = createServices(dataSource, config);
     for (const demo of DEMO) {
       const created = await services.trainers.register({ ...demo.trainer, password: DEMO_PASSWORD }).catch(ignoreExisting);
-      const trainer: Trainer | null =
-        created ?? (await services.trainers.findById((await services.trainers.credentials(demo.trainer.email))!.id));
+      const existing = created ? null : await services.trainers.credentials(demo.trainer.email);
+      const trainer: Trainer | null = created ?? (existing ? await services.trainers.findById(existing.id) : null);
+      if (!trainer) {
+        process.stdout.write(`Skipped ${demo.trainer.nickname}: that nickname belongs to another account.\n`);
+        continue;
+      }
       for (const creature of demo.creatures) {
-        await services.creatures.create(trainer!, trainer!.id, creature).catch(ignoreExisting);
+        await services.creatures.create(trainer, trainer.id, creature).catch(ignoreExisting);
       }
     }
     const where = config.database.type === 'sqlite' ? config.database.path : 'MySQL';

@@ -1,5 +1,25 @@
-import { createConnection } from 'mysql2/promise';
+import { createConnection, type Connection, type RowDataPacket } from 'mysql2/promise';
 import { mysqlServerUrl } from './mysql';
+
+/** Test databases are named registry_test_<pid>_<random>: drop those whose run is no longer alive. */
+async function dropAbandonedDatabases(connection: Connection): Promise<void> {
+  const [rows] = await connection.query<RowDataPacket[]>("SHOW DATABASES LIKE 'registry\\_test\\_%'");
+  for (const row of rows) {
+    const name = String(Object.values(row)[0]);
+    const pid = Number(/^registry_test_(\d+)_/.exec(name)?.[1]);
+    if (!pid || isAlive(pid)) continue;
+    await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 /**
  * Decides once whether the MySQL half of every suite runs. With CI=true an unreachable MySQL
@@ -9,7 +29,7 @@ export default async function globalSetup(): Promise<void> {
   const url = mysqlServerUrl();
   try {
     const connection = await createConnection({ uri: url, connectTimeout: 5000 });
-    await connection.query('SELECT 1');
+    await dropAbandonedDatabases(connection);
     await connection.end();
     process.env.REGISTRY_TEST_MYSQL = 'on';
   } catch (error) {
