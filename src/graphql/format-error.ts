@@ -1,6 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
-import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { GraphQLError, Kind, parse, visit, type GraphQLFormattedError, type ValueNode } from 'graphql';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError, type ErrorCode, type FieldError } from '../errors';
 import { logIfUnexpected, toAppError } from '../http-errors';
@@ -23,6 +23,35 @@ function variableFields(message: string): FieldError[] | undefined {
   const match = VARIABLE_ERROR.exec(message);
   if (!match) return undefined;
   return [{ field: match[2] ?? match[1]!, message }];
+}
+
+type Located = { loc?: { start: number; end: number } };
+const encloses = (outer: Located, inner: { start: number; end: number }) =>
+  outer.loc !== undefined && outer.loc.start <= inner.start && inner.end <= outer.loc.end;
+
+/**
+ * For an error about a literal in the query text (`trainers(limit: 1.5)`,
+ * `input: { level: "5" }`), the argument path it sits at: `limit`, `input.level`.
+ */
+function literalFields(error: unknown, message: string): FieldError[] | undefined {
+  if (!(error instanceof GraphQLError) || !error.source || !error.nodes?.[0]?.loc) return undefined;
+  const target = error.nodes[0].loc;
+  let path: string[] | undefined;
+  const descend = (value: ValueNode, prefix: string[]): string[] => {
+    if (value.kind !== Kind.OBJECT) return prefix;
+    const field = value.fields.find((f) => encloses(f, target));
+    return field ? descend(field.value, [...prefix, field.name.value]) : prefix;
+  };
+  try {
+    visit(parse(error.source), {
+      Argument(node) {
+        if (!path && encloses(node, target)) path = descend(node.value, [node.name.value]);
+      },
+    });
+  } catch {
+    return undefined;
+  }
+  return path ? [{ field: path.join('.'), message }] : undefined;
 }
 
 function shaped(formatted: GraphQLFormattedError, code: ErrorCode, message: string, fields?: readonly FieldError[]) {
@@ -49,7 +78,8 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown): G
   }
   const code = formatted.extensions?.code;
   if (typeof code === 'string' && CLIENT_ERROR_CODES.has(code)) {
-    return shaped(formatted, 'BAD_USER_INPUT', formatted.message, variableFields(formatted.message));
+    const fields = variableFields(formatted.message) ?? literalFields(error, formatted.message);
+    return shaped(formatted, 'BAD_USER_INPUT', formatted.message, fields);
   }
   // A GraphQLError with no cause and no path is about the request itself (an unsupported
   // operation type, a persisted-query hash that does not match): the client's mistake.

@@ -140,6 +140,17 @@ describe.each(databases)('creatures on %s', (kind) => {
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
   });
 
+  it('names the nested field of a bad literal input, e.g. input.speciesId', async () => {
+    const res = await gql(
+      t.app,
+      `mutation { createCreature(trainerId: "${owner.trainer.id}", input: { name: "x", speciesId: 2147483648 }) { id } }`,
+      {},
+      owner.token,
+    );
+    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(res.errors![0]!.extensions!.fields).toEqual([{ field: 'input.speciesId', message: expect.any(String) }]);
+  });
+
   it('rejects a malformed trainerId as BAD_USER_INPUT', async () => {
     const res = await gql(t.app, CREATE, { trainerId: '-3', input: { name: 'ok', speciesId: 1 } }, owner.token);
     expect(errorCode(res)).toBe('BAD_USER_INPUT');

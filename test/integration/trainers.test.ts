@@ -98,6 +98,15 @@ describe.each(databases)('reading trainers on %s', (kind) => {
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
   });
 
+  it.each([
+    ['limit', '{ trainers(limit: 1.5) { limit } }'],
+    ['offset', '{ trainers(offset: "x") { limit } }'],
+    ['first', '{ trainers(first: 2) { limit } }'],
+  ])('names the argument %s of a bad literal in extensions.fields', async (field, query) => {
+    const res = await gql(t.app, query, {}, viewer.token);
+    expect(res.errors![0]!.extensions!.fields).toEqual([{ field, message: expect.any(String) }]);
+  });
+
   it('limits a trainer’s creatures list the same way', async () => {
     const res = await gql(t.app, '{ me { creatures(limit: 0) { id } } }', {}, viewer.token);
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
