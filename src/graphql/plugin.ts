@@ -8,12 +8,16 @@ import { methodNotAllowed } from '../http-errors';
 import type { Services } from '../services';
 import type { GraphQLContext } from './context';
 import { errorLoggingPlugin, formatError } from './format-error';
+import { costLimitPlugin, limitRules, LIMITS } from './limits';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 
 export async function registerGraphQL(app: FastifyInstance, config: Config, services: Services): Promise<void> {
+  const schema = await buildGraphQLSchema();
   const apollo = new ApolloServer<GraphQLContext>({
-    schema: await buildGraphQLSchema(),
+    schema,
+    validationRules: limitRules(),
+    parseOptions: { maxTokens: LIMITS.tokens },
     introspection: config.graphqlIntrospection,
     includeStacktraceInErrorResponses: false,
     // No "Did you mean ...?" in production: it would hand out the schema that introspection hides.
@@ -23,6 +27,7 @@ export async function registerGraphQL(app: FastifyInstance, config: Config, serv
     // Fastify's own close() drains HTTP; Apollo's drain plugin would call close() again from inside it.
     stopOnTerminationSignals: false,
     plugins: [
+      costLimitPlugin(schema),
       errorLoggingPlugin(app.log),
       config.sandbox
         ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false })

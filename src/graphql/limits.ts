@@ -1,0 +1,88 @@
+import type { ApolloServerPlugin } from '@apollo/server';
+import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
+import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
+import { GraphQLError, type GraphQLSchema, type ValidationContext, type ValidationRule } from 'graphql';
+import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
+
+/** The contract's limits (CONTRACT.md, "Limits"). */
+export const LIMITS = {
+  depth: 8,
+  aliases: 30,
+  credentialFields: 1,
+  cost: 5000,
+  tokens: 1000,
+  directives: 10,
+} as const;
+
+/** Mutations that check a password or create an account: one per request, so aliases cannot batch a brute force. */
+const CREDENTIAL_FIELDS = new Set(['authenticate', 'registerTrainer']);
+
+const credentialFieldsRule: ValidationRule = (context) => {
+  let count = 0;
+  return {
+    Field(node) {
+      if (!CREDENTIAL_FIELDS.has(node.name.value) || context.getParentType()?.name !== 'Mutation') return;
+      count += 1;
+      if (count === LIMITS.credentialFields + 1) {
+        context.reportError(
+          new GraphQLError(`At most ${LIMITS.credentialFields} authenticate or registerTrainer field per request`, { nodes: [node] }),
+        );
+      }
+    },
+  };
+};
+
+/**
+ * Validation rules run on every operation before any resolver: graphql-armor's depth (through
+ * fragments), alias and directive limits, and the one-credential-field rule. Depth counts
+ * levels of selection the way the contract does: `{ me { id } }` is 2.
+ */
+export function limitRules(): ValidationRule[] {
+  // Report as a validation error (400) rather than throw, which Apollo would take for a crash.
+  const report = {
+    exposeLimits: false,
+    propagateOnRejection: false,
+    onReject: [(context: ValidationContext | null, error: GraphQLError) => context?.reportError(error)],
+  };
+  return [
+    maxDepthRule({ ...report, n: LIMITS.depth, flattenFragments: true, errorMessage: `Query depth is more than ${LIMITS.depth} levels` }),
+    maxAliasesRule({ ...report, n: LIMITS.aliases, errorMessage: `Query has more than ${LIMITS.aliases} aliases` }),
+    maxDirectivesRule({ ...report, n: LIMITS.directives, errorMessage: `Query has more than ${LIMITS.directives} directives` }),
+    credentialFieldsRule,
+  ] as ValidationRule[];
+}
+
+/** A list field costs its `limit` times what one item costs; every other field costs 1 plus its children. */
+const listLimitEstimator: ComplexityEstimator = ({ args, childComplexity }) => {
+  const limit = args.limit;
+  return typeof limit === 'number' ? limit * (1 + childComplexity) : undefined;
+};
+
+/**
+ * The cost limit needs the variables (`limit: $n`), which validation rules do not see, so it runs
+ * once the operation is resolved: still before any resolver.
+ */
+export function costLimitPlugin(schema: GraphQLSchema): ApolloServerPlugin {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ document, request, operationName }) {
+          const cost = getComplexity({
+            schema,
+            query: document,
+            variables: request.variables ?? {},
+            operationName: operationName ?? undefined,
+            estimators: [listLimitEstimator, simpleEstimator({ defaultComplexity: 1 })],
+          });
+          if (cost > LIMITS.cost) {
+            throw new GraphQLError(
+              `This operation would cost ${cost}, more than the limit of ${LIMITS.cost} (a list costs its limit times its items)`,
+              { extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } },
+            );
+          }
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import { Trainer } from '../../src/trainers/trainer.entity';
+import { startTestApp, type TestApp } from '../helpers/app';
+import { createTrainer, type TrainerFixture } from '../helpers/factories';
+import { errorCode, gql } from '../helpers/graphql';
+
+/* The GraphQL request limits of the contract: refused in validation, before any resolver runs. */
+
+describe('GraphQL request limits', () => {
+  let t: TestApp;
+  let me: TrainerFixture;
+  beforeAll(async () => {
+    t = await startTestApp('sqlite');
+    me = await createTrainer(t.app);
+  });
+  afterAll(async () => t.close());
+
+  const ask = (query: string, variables: Record<string, unknown> = {}) => gql(t.app, query, variables, me.token);
+  const refused = async (query: string, variables: Record<string, unknown> = {}, pattern?: RegExp) => {
+    const res = await ask(query, variables);
+    expect(res.status).toBe(400);
+    expect(res.data ?? null).toBeNull();
+    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    if (pattern) expect(res.errors![0]!.message).toMatch(pattern);
+  };
+
+  /** `levels` levels of selection: me { creatures { trainer { creatures { ... { id } } } } }. */
+  const deep = (levels: number): string => {
+    let inner = 'id';
+    for (let level = levels - 1; level >= 2; level -= 1) inner = `${level % 2 === 0 ? 'creatures(limit: 1)' : 'trainer'} { ${inner} }`;
+    return `{ me { ${inner} } }`;
+  };
+
+  it('allows 8 levels of selection and refuses 9', async () => {
+    expect((await ask(deep(8))).errors).toBeUndefined();
+    await refused(deep(9), {}, /depth/i);
+  });
+
+  it('counts depth through fragments too', async () => {
+    const query = `query { me { ...A } }
+      fragment A on Trainer { creatures(limit: 1) { trainer { creatures(limit: 1) { trainer { ...B } } } } }
+      fragment B on Trainer { creatures(limit: 1) { trainer { creatures(limit: 1) { id } } } }`;
+    await refused(query, {}, /depth/i);
+  });
+
+  it('allows 30 aliases and refuses 31', async () => {
+    const aliases = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: me { id }`).join(' ')} }`;
+    expect((await ask(aliases(30))).errors).toBeUndefined();
+    await refused(aliases(31), {}, /alias/i);
+  });
+
+  it('refuses two authenticate fields in one request, and runs neither', async () => {
+    const query = `mutation { a: authenticate(email: "${me.email}", password: "x1") { token } b: authenticate(email: "${me.email}", password: "x2") { token } }`;
+    await refused(query, {}, /authenticate/);
+  });
+
+  it('refuses registerTrainer next to authenticate, and writes nothing', async () => {
+    const query = `mutation {
+      registerTrainer(input: { nickname: "limit_probe", firstName: "L", lastName: "P", email: "limit_probe@example.test", password: "password-1", team: VALOR }) { id }
+      authenticate(email: "${me.email}", password: "x") { token }
+    }`;
+    await refused(query);
+    expect(await t.app.dataSource.getRepository(Trainer).countBy({ nickname: 'limit_probe' })).toBe(0);
+  });
+
+  it('refuses an operation costing more than 5,000: 100 trainers × 50 creatures', async () => {
+    await refused('{ trainers(limit: 100) { items { creatures(limit: 50) { id } } } }', {}, /cost/i);
+  });
+
+  it('counts list limits given as variables', async () => {
+    const query = 'query($t: Int!, $c: Int!) { trainers(limit: $t) { items { creatures(limit: $c) { id } } } }';
+    await refused(query, { t: 100, c: 50 }, /cost/i);
+    expect((await ask(query, { t: 10, c: 50 })).errors).toBeUndefined();
+  });
+
+  it('accepts a page of 100 trainers with 10 creatures each', async () => {
+    const res = await ask('{ trainers(limit: 100) { totalCount items { id nickname creaturesOwned creatures(limit: 10) { id name } } } }');
+    expect(res.errors).toBeUndefined();
+  });
+
+  it('refuses a document of more than 1,000 tokens before parsing it all', async () => {
+    await refused(`{ me { ${'id '.repeat(1200)} } }`, {}, /tokens/i);
+  });
+
+  it('refuses more than 10 directives', async () => {
+    await refused(`{ me { ${Array.from({ length: 11 }, () => 'id @include(if: true)').join(' ')} } }`, {}, /directive/i);
+  });
+});
