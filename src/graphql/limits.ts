@@ -68,13 +68,19 @@ export function costLimitPlugin(schema: GraphQLSchema): ApolloServerPlugin {
     async requestDidStart() {
       return {
         async didResolveOperation({ document, request, operationName }) {
-          const cost = getComplexity({
-            schema,
-            query: document,
-            variables: request.variables ?? {},
-            operationName: operationName ?? undefined,
-            estimators: [listLimitEstimator, simpleEstimator({ defaultComplexity: 1 })],
-          });
+          let cost: number;
+          try {
+            cost = getComplexity({
+              schema,
+              query: document,
+              variables: request.variables ?? {},
+              operationName: operationName ?? undefined,
+              estimators: [listLimitEstimator, simpleEstimator({ defaultComplexity: 1 })],
+            });
+          } catch {
+            // Variables that do not fit their types: execution refuses them (BAD_USER_INPUT) before any resolver.
+            return;
+          }
           if (cost > LIMITS.cost) {
             throw new GraphQLError(
               `This operation would cost ${cost}, more than the limit of ${LIMITS.cost} (a list costs its limit times its items)`,
