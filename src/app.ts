@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Config } from './config';
@@ -30,6 +31,16 @@ export interface BuildOptions {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The rate-limit store; it closes with the app. Commands fail at once while it is down (the limiter then counts in memory). */
+function connectRedis(url: string, app: FastifyInstance): Redis {
+  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 });
+  redis.on('error', (error) => app.log.warn({ err: error }, 'redis unavailable; counting login attempts in memory'));
+  app.addHook('onClose', async () => {
+    await redis.quit().catch(() => redis.disconnect());
+  });
+  return redis;
+}
+
 /** Builds the whole service on one database; it never listens (main.ts does). Close it with app.close(). */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -40,6 +51,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       ...(options.logStream ? { stream: options.logStream } : {}),
     },
     bodyLimit: config.bodyLimit,
+    trustProxy:
+      typeof config.trustProxy === 'number'
+        ? (_address: string, hop: number) => hop < (config.trustProxy as number)
+        : config.trustProxy,
     clientErrorHandler,
     // Long path ids must reach validation (400 BAD_USER_INPUT), not the router's own 414.
     routerOptions: { maxParamLength: 1024 },
@@ -62,7 +77,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       if (dataSource.isInitialized) await dataSource.destroy();
     });
 
-    const services = createServices(dataSource, config);
+    const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
+    const services = createServices(dataSource, config, redis);
     app.decorate('services', services);
 
     registerErrorHandlers(app);

@@ -22,6 +22,12 @@ export interface Config {
   readonly graphqlIntrospection: boolean;
   readonly sandbox: boolean;
   readonly bodyLimit: number;
+  readonly redisUrl: string | undefined;
+  readonly loginMaxFailures: number;
+  readonly loginWindowSeconds: number;
+  readonly loginIpPerMinute: number;
+  /** Take the client address from X-Forwarded-For (behind a load balancer). */
+  readonly trustProxy: boolean | number | string;
 }
 
 export class ConfigError extends Error {
@@ -104,6 +110,17 @@ const envSchema = z.object({
   GRAPHQL_INTROSPECTION: flag.optional(),
   GRAPHQL_SANDBOX: flag.optional(),
   BODY_LIMIT: integer(1024, 64 * 1024 * 1024).default(102400),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\/[^/\s]+/, 'must look like redis://host:6379')
+    .optional(),
+  LOGIN_MAX_FAILURES: integer(1, 1000).default(5),
+  LOGIN_WINDOW: duration.default(900),
+  LOGIN_IP_PER_MINUTE: integer(1, 100000).default(30),
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(true|false|\d+|[0-9a-fA-F.:/, ]+)$/, 'must be true, false, a hop count or a list of proxy addresses')
+    .optional(),
 });
 
 type Env = Record<string, string | undefined>;
@@ -156,6 +173,12 @@ function developmentSecret(dataDir: string): string {
   }
 }
 
+function parseTrustProxy(value: string | undefined): boolean | number | string {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  return /^\d+$/.test(value) ? Number(value) : value;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const parsed = envSchema.safeParse(present(env));
   if (!parsed.success) throw new ConfigError(describe(parsed.error));
@@ -190,5 +213,10 @@ export function loadConfig(env: Env = process.env): Config {
     graphqlIntrospection: e.GRAPHQL_INTROSPECTION ?? !isProduction,
     sandbox: e.GRAPHQL_SANDBOX ?? !isProduction,
     bodyLimit: e.BODY_LIMIT,
+    redisUrl: e.REDIS_URL,
+    loginMaxFailures: e.LOGIN_MAX_FAILURES,
+    loginWindowSeconds: e.LOGIN_WINDOW,
+    loginIpPerMinute: e.LOGIN_IP_PER_MINUTE,
+    trustProxy: parseTrustProxy(e.TRUST_PROXY),
   });
 }

@@ -27,6 +27,8 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly fields?: readonly FieldError[],
+    /** Seconds until trying again makes sense (RATE_LIMITED). */
+    readonly retryAfter?: number,
   ) {
     super(message);
     this.name = 'AppError';

@@ -52,6 +52,7 @@ function isGraphQLPath(request: FastifyRequest): boolean {
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
   const status = ERROR_STATUS[error.code];
   const fields: readonly FieldError[] | undefined = error.fields?.length ? error.fields : undefined;
+  if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
   if (isGraphQLPath(request)) {
     return reply
       .code(status)

@@ -33,7 +33,7 @@ export class AuthenticateArgs {
 export class AuthResolver {
   @Mutation(() => AuthPayload, { description: 'Exchange email and password for a token. Needs no token.' })
   async authenticate(@Args() { email, password }: AuthenticateArgs, @Ctx() ctx: GraphQLContext): Promise<AuthPayload> {
-    const result = await ctx.services.auth.authenticate(email, password);
+    const result = await ctx.services.auth.authenticate(email, password, ctx.clientIp);
     ctx.selfIds.add(result.trainer.id);
     return result;
   }

@@ -3,6 +3,7 @@ import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerService } from '../trainers/trainer.service';
 import { bearerToken, type TokenIssuer } from './jwt';
+import type { LoginThrottle } from './login-throttle';
 import { decoyHash, verifyPassword } from './password';
 
 export interface Authentication {
@@ -26,6 +27,7 @@ export class AuthService {
   constructor(
     private readonly trainers: TrainerService,
     private readonly tokens: TokenIssuer,
+    private readonly throttle: LoginThrottle,
   ) {
     // Computed ahead, so the first unknown email costs no more than any other login.
     decoyHash().catch(() => undefined);
@@ -35,14 +37,19 @@ export class AuthService {
    * Unknown email and wrong password give the same answer after the same work: a missing
    * account is checked against a decoy hash, so timing does not tell them apart either.
    */
-  async authenticate(email: string, password: string): Promise<Authentication> {
+  async authenticate(email: string, password: string, clientIp: string): Promise<Authentication> {
+    // Before any hashing: a throttled attempt costs the server nothing.
+    await this.throttle.attempt(email, clientIp);
     const credentials = await this.trainers.credentials(email);
     const matches = await verifyPassword(password, credentials?.passwordHash ?? (await decoyHash()));
     // No stored password has control characters; without this check scrypt would take
     // "secret\0" for "secret" (its HMAC pads keys with zero bytes).
-    if (!credentials || !matches || !isCleanText(password)) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
-    const trainer = await this.trainers.findById(credentials.id);
-    if (!trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
+    const trainer = credentials && matches && isCleanText(password) ? await this.trainers.findById(credentials.id) : null;
+    if (!trainer) {
+      await this.throttle.failed(email);
+      throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
+    }
+    await this.throttle.succeeded(email);
     const { token, expiresAt } = this.tokens.issue(trainer.id);
     return { token, tokenType: 'Bearer', expiresAt, trainer };
   }

@@ -12,6 +12,8 @@ export interface GraphQLContext {
    * to registerTrainer and authenticate show the new or signed-in trainer its own email.
    */
   readonly selfIds: Set<number>;
+  /** The caller's address (behind a proxy, as TRUST_PROXY allows): login attempts are counted by it. */
+  readonly clientIp: string;
   /** The request's logger (it carries the request id). */
   readonly log: FastifyBaseLogger;
 }

@@ -54,12 +54,18 @@ function literalFields(error: unknown, message: string): FieldError[] | undefine
   return path ? [{ field: path.join('.'), message }] : undefined;
 }
 
-function shaped(formatted: GraphQLFormattedError, code: ErrorCode, message: string, fields?: readonly FieldError[]) {
+function shaped(
+  formatted: GraphQLFormattedError,
+  code: ErrorCode,
+  message: string,
+  fields?: readonly FieldError[],
+  retryAfter?: number,
+) {
   return {
     message,
     ...(formatted.locations ? { locations: formatted.locations } : {}),
     ...(formatted.path ? { path: formatted.path } : {}),
-    extensions: { code, ...(fields?.length ? { fields } : {}) },
+    extensions: { code, ...(fields?.length ? { fields } : {}), ...(retryAfter !== undefined ? { retryAfter } : {}) },
   };
 }
 
@@ -70,7 +76,9 @@ function shaped(formatted: GraphQLFormattedError, code: ErrorCode, message: stri
  */
 export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   const original = unwrapResolverError(error);
-  if (original instanceof AppError) return shaped(formatted, original.code, original.message, original.fields);
+  if (original instanceof AppError) {
+    return shaped(formatted, original.code, original.message, original.fields, original.retryAfter);
+  }
 
   // Apollo answers a mutation sent with GET with HTTP 405: keep code and status in step.
   if (error instanceof GraphQLError && (error.extensions.http as { status?: number } | undefined)?.status === 405) {

@@ -48,6 +48,7 @@ export async function registerGraphQL(app: FastifyInstance, config: Config, serv
         auth: services.auth.forRequest(request.headers.authorization, (id) => loaders.trainerById.load(id)),
         selfIds: new Set(),
         log: request.log,
+        clientIp: request.ip,
       };
     },
   });

@@ -89,11 +89,14 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
         tags: ['trainers'],
         summary: 'Exchange email and password for a token (authenticate)',
         body: authenticateBody,
-        response: { 200: json(authPayloadSchema, 'A Bearer token and the trainer'), ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE') },
+        response: {
+          200: json(authPayloadSchema, 'A Bearer token and the trainer'),
+          ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED'),
+        },
       },
     },
     async (request) => {
-      const auth = await services.auth.authenticate(request.body.email, request.body.password);
+      const auth = await services.auth.authenticate(request.body.email, request.body.password, request.ip);
       return { ...auth, trainer: presentTrainer(await services.trainers.profile(auth.trainer.id, auth.trainer.id)) };
     },
   );

@@ -164,7 +164,11 @@ export function errorResponses(...codes: ErrorCode[]): Record<number, unknown> {
   return Object.fromEntries(
     [...byStatus].map(([status, list]) => [
       status,
-      { description: list.join(' or '), content: { 'application/problem+json': { schema: { $ref: 'Problem#' } } } },
+      {
+        description: list.join(' or '),
+        ...(status === 429 ? { headers: { 'Retry-After': { type: 'integer', description: 'Seconds to wait before trying again' } } } : {}),
+        content: { 'application/problem+json': { schema: { $ref: 'Problem#' } } },
+      },
     ]),
   );
 }

@@ -54,6 +54,24 @@ export function testConfig(databaseUrl: string, env: Record<string, string> = {}
   });
 }
 
+/** Several instances of the app on one new database, as behind a load balancer. */
+export async function startTestInstances(
+  kind: DatabaseKind,
+  count: number,
+  env: Record<string, string> = {},
+): Promise<{ apps: FastifyInstance[]; close(): Promise<void> }> {
+  const database = await createTestDatabase(kind);
+  const apps: FastifyInstance[] = [];
+  for (let i = 0; i < count; i += 1) apps.push(await buildApp(testConfig(database.url, env)));
+  return {
+    apps,
+    async close() {
+      for (const app of apps) await app.close();
+      await database.drop();
+    },
+  };
+}
+
 /** A real app on a new database of its own. */
 export async function startTestApp(
   kind: DatabaseKind,

@@ -26,6 +26,11 @@ describe('loadConfig', () => {
       graphqlIntrospection: true,
       sandbox: true,
       bodyLimit: 102400,
+      redisUrl: undefined,
+      loginMaxFailures: 5,
+      loginWindowSeconds: 900,
+      loginIpPerMinute: 30,
+      trustProxy: false,
     });
     expect(config.database).toEqual({ type: 'sqlite', path: join(dir, 'db.sqlite') });
     expect(Object.isFrozen(config)).toBe(true);
@@ -60,6 +65,11 @@ describe('loadConfig', () => {
     ['BODY_LIMIT', { BODY_LIMIT: '-5' }],
     ['GRAPHQL_INTROSPECTION', { GRAPHQL_INTROSPECTION: 'maybe' }],
     ['JWT_SECRET', { JWT_SECRET: 'short' }],
+    ['REDIS_URL', { REDIS_URL: 'localhost:6379' }],
+    ['LOGIN_MAX_FAILURES', { LOGIN_MAX_FAILURES: '0' }],
+    ['LOGIN_WINDOW', { LOGIN_WINDOW: 'a while' }],
+    ['LOGIN_IP_PER_MINUTE', { LOGIN_IP_PER_MINUTE: 'many' }],
+    ['TRUST_PROXY', { TRUST_PROXY: 'yes please' }],
   ])('fails with one line naming %s', (name, env) => {
     const load = () => loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET, ...env });
     expect(load).toThrow(ConfigError);

@@ -1,0 +1,70 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { normalizeEmail } from '../common/text';
+import { AppError } from '../errors';
+
+export interface LoginThrottleOptions {
+  /** Failed logins per email before RATE_LIMITED, within `windowSeconds`. */
+  readonly maxFailures: number;
+  readonly windowSeconds: number;
+  /** Authenticate attempts per client IP per minute. */
+  readonly ipPerMinute: number;
+  /** Shared counters for several instances; in memory (this process only) without it. */
+  readonly redis?: Redis;
+}
+
+const rateLimited = (msBeforeNext: number, what: string): AppError =>
+  new AppError('RATE_LIMITED', `Too many ${what}; try again later`, undefined, Math.max(1, Math.ceil(msBeforeNext / 1000)));
+
+/**
+ * The contract's login limits, counted at the service so that GraphQL and REST share them:
+ * every attempt counts against the client's IP, and failures against the email. In Redis
+ * (rate-limiter-flexible), several instances count together; should Redis fail, an in-memory
+ * limiter stands in rather than letting every attempt through.
+ */
+export class LoginThrottle {
+  private readonly perIp: RateLimiterAbstract;
+  private readonly failures: RateLimiterAbstract;
+
+  constructor(private readonly options: LoginThrottleOptions) {
+    const ip = { keyPrefix: 'login:ip', points: options.ipPerMinute, duration: 60 };
+    const failures = { keyPrefix: 'login:fail', points: options.maxFailures, duration: options.windowSeconds };
+    if (options.redis) {
+      const store = { storeClient: options.redis, rejectIfRedisNotReady: true };
+      this.perIp = new RateLimiterRedis({ ...ip, ...store, insuranceLimiter: new RateLimiterMemory(ip) });
+      this.failures = new RateLimiterRedis({ ...failures, ...store, insuranceLimiter: new RateLimiterMemory(failures) });
+    } else {
+      this.perIp = new RateLimiterMemory(ip);
+      this.failures = new RateLimiterMemory(failures);
+    }
+  }
+
+  /** Emails are kept as hashes: the counters need no one's address in clear. */
+  private key(email: string): string {
+    return createHash('sha256').update(normalizeEmail(email)).digest('base64url');
+  }
+
+  /** Counts an attempt; RATE_LIMITED when the IP is over its rate or the email has failed too often. */
+  async attempt(email: string, ip: string): Promise<void> {
+    try {
+      await this.perIp.consume(ip);
+    } catch (error) {
+      if (error instanceof RateLimiterRes) throw rateLimited(error.msBeforeNext, 'login attempts from this address');
+      throw error;
+    }
+    const failures = await this.failures.get(this.key(email));
+    if (failures && failures.consumedPoints >= this.options.maxFailures) {
+      throw rateLimited(failures.msBeforeNext, 'failed logins for this account');
+    }
+  }
+
+  async failed(email: string): Promise<void> {
+    // Going over the limit here is expected: the next attempt() reports it.
+    await this.failures.penalty(this.key(email), 1);
+  }
+
+  async succeeded(email: string): Promise<void> {
+    await this.failures.delete(this.key(email));
+  }
+}

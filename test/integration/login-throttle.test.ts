@@ -1,0 +1,139 @@
+import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { randomInt } from 'node:crypto';
+import { databases, startTestApp, startTestInstances, type TestApp } from '../helpers/app';
+import { createTrainer, TEST_PASSWORD, type TrainerFixture } from '../helpers/factories';
+
+/*
+ * Login throttling (CONTRACT.md, "Limits"): 5 failures per email in the window, 30 attempts per
+ * client IP a minute, counted the same over GraphQL and REST, and across instances through Redis.
+ * Each test logs in from an address of its own, so that tests do not share IP counters.
+ */
+
+const AUTH = `mutation($email: String!, $password: String!) { authenticate(email: $email, password: $password) { token } }`;
+const newAddress = () => `127.${randomInt(1, 255)}.${randomInt(0, 255)}.${randomInt(1, 255)}`;
+
+interface Attempt {
+  code: string | undefined;
+  retryAfter: number | undefined;
+  token?: string;
+}
+
+async function viaGraphQL(app: FastifyInstance, email: string, password: string, ip: string): Promise<Attempt> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    remoteAddress: ip,
+    headers: { 'content-type': 'application/json' },
+    payload: { query: AUTH, variables: { email, password } },
+  });
+  const body = res.json();
+  const error = body.errors?.[0];
+  return { code: error?.extensions.code, retryAfter: error?.extensions.retryAfter, token: body.data?.authenticate?.token };
+}
+
+async function viaRest(app: FastifyInstance, email: string, password: string, ip: string): Promise<Attempt> {
+  const res = await app.inject({ method: 'POST', url: '/trainer/authenticate', remoteAddress: ip, payload: { email, password } });
+  if (res.statusCode === 200) return { code: undefined, retryAfter: undefined, token: res.json().token };
+  if (res.statusCode === 429) expect(res.headers['retry-after']).toMatch(/^\d+$/);
+  return { code: res.json().code, retryAfter: res.headers['retry-after'] ? Number(res.headers['retry-after']) : undefined };
+}
+
+describe.each(databases)('login throttling on %s', (kind) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(kind, { LOGIN_IP_PER_MINUTE: '8' });
+  });
+  afterAll(async () => t.close());
+
+  it('refuses an email after 5 failures, counted over GraphQL and REST alike, even with the right password', async () => {
+    const { email } = await createTrainer(t.app);
+    const ip = newAddress();
+    for (let i = 0; i < 3; i += 1) expect((await viaGraphQL(t.app, email, 'wrong-password', ip)).code).toBe('UNAUTHENTICATED');
+    for (let i = 0; i < 2; i += 1) expect((await viaRest(t.app, email, 'wrong-password', ip)).code).toBe('UNAUTHENTICATED');
+
+    const graphql = await viaGraphQL(t.app, email, TEST_PASSWORD, newAddress());
+    expect(graphql.code).toBe('RATE_LIMITED');
+    expect(graphql.retryAfter).toBeGreaterThan(0);
+    expect(graphql.retryAfter).toBeLessThanOrEqual(900);
+    const rest = await viaRest(t.app, email, TEST_PASSWORD, newAddress());
+    expect(rest.code).toBe('RATE_LIMITED');
+    expect(rest.retryAfter).toBeGreaterThan(0);
+  });
+
+  it('leaves other emails alone', async () => {
+    const victim = await createTrainer(t.app);
+    const bystander = await createTrainer(t.app);
+    const ip = newAddress();
+    for (let i = 0; i < 5; i += 1) await viaGraphQL(t.app, victim.email, 'wrong-password', ip);
+    expect((await viaGraphQL(t.app, bystander.email, TEST_PASSWORD, newAddress())).token).toEqual(expect.any(String));
+  });
+
+  it('forgets failures after a successful login', async () => {
+    const { email } = await createTrainer(t.app);
+    for (let i = 0; i < 4; i += 1) await viaRest(t.app, email, 'wrong-password', newAddress());
+    expect((await viaRest(t.app, email, TEST_PASSWORD, newAddress())).token).toEqual(expect.any(String));
+    for (let i = 0; i < 4; i += 1) await viaRest(t.app, email, 'wrong-password', newAddress());
+    expect((await viaGraphQL(t.app, email, TEST_PASSWORD, newAddress())).token).toEqual(expect.any(String));
+  });
+
+  it('limits attempts per client address (LOGIN_IP_PER_MINUTE), whatever the email or transport', async () => {
+    const trainers: TrainerFixture[] = [];
+    for (let i = 0; i < 9; i += 1) trainers.push(await createTrainer(t.app));
+    const ip = newAddress();
+    for (let i = 0; i < 8; i += 1) {
+      const attempt = i % 2 === 0 ? viaGraphQL : viaRest;
+      expect((await attempt(t.app, trainers[i]!.email, TEST_PASSWORD, ip)).token).toEqual(expect.any(String));
+    }
+    const refused = await viaRest(t.app, trainers[8]!.email, TEST_PASSWORD, ip);
+    expect(refused.code).toBe('RATE_LIMITED');
+    expect(refused.retryAfter).toBeLessThanOrEqual(60);
+    expect((await viaGraphQL(t.app, trainers[8]!.email, TEST_PASSWORD, newAddress())).token).toEqual(expect.any(String));
+  });
+});
+
+describe('two instances on one MySQL and one Redis', () => {
+  const redisUrl = process.env.REDIS_TEST_URL ?? 'redis://127.0.0.1:6379';
+  let reachable = false;
+  let instances: { apps: FastifyInstance[]; close(): Promise<void> } | undefined;
+
+  beforeAll(async () => {
+    const probe = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000, retryStrategy: () => null });
+    reachable = await probe.connect().then(
+      () => probe.ping().then(() => true),
+      () => false,
+    );
+    probe.disconnect();
+    if (!reachable && process.env.CI === 'true') throw new Error(`Redis is required when CI=true but ${redisUrl} is unreachable`);
+    if (!reachable) {
+      process.stderr.write(`\n*** Redis unreachable at ${redisUrl}: the two-instance test is SKIPPED ***\n`);
+      return;
+    }
+    const kind = databases.includes('mysql') ? 'mysql' : 'sqlite';
+    instances = await startTestInstances(kind, 2, { REDIS_URL: redisUrl });
+  });
+  afterAll(async () => instances?.close());
+
+  it('accepts a token from one instance on the other, and counts failures on both together', async () => {
+    if (!reachable) return;
+    const [a, b] = instances!.apps as [FastifyInstance, FastifyInstance];
+    const { email } = await createTrainer(a);
+
+    const token = (await viaRest(a, email, TEST_PASSWORD, newAddress())).token!;
+    const me = await b.inject({ method: 'POST', url: '/graphql', payload: { query: '{ me { email } }' }, headers: { authorization: `Bearer ${token}` } });
+    expect(me.json().data.me.email).toBe(email);
+
+    for (let i = 0; i < 3; i += 1) expect((await viaGraphQL(a, email, 'wrong-password', newAddress())).code).toBe('UNAUTHENTICATED');
+    for (let i = 0; i < 2; i += 1) expect((await viaRest(b, email, 'wrong-password', newAddress())).code).toBe('UNAUTHENTICATED');
+    expect((await viaGraphQL(a, email, TEST_PASSWORD, newAddress())).code).toBe('RATE_LIMITED');
+    expect((await viaRest(b, email, TEST_PASSWORD, newAddress())).code).toBe('RATE_LIMITED');
+  });
+
+  it('shares the per-address limit across instances', async () => {
+    if (!reachable) return;
+    const [a, b] = instances!.apps as [FastifyInstance, FastifyInstance];
+    const ip = newAddress();
+    for (let i = 0; i < 30; i += 1) await (i % 2 === 0 ? viaGraphQL(a, 'nobody@example.test', 'x', ip) : viaRest(b, 'nobody@example.test', 'x', ip));
+    expect((await viaRest(a, 'someone@example.test', 'x', ip)).code).toBe('RATE_LIMITED');
+  });
+});
