@@ -12,6 +12,7 @@ import { clientErrorHandler, registerErrorHandlers, registerStrictJsonParser } f
 import { registerDocs } from './ops/docs';
 import { errorForLog } from './log';
 import { registerHealthRoutes } from './ops/health';
+import { registerSecurityHeaders } from './ops/security';
 import { restRoutes } from './rest/routes';
 import { createServices, type Services } from './services';
 
@@ -82,6 +83,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     app.decorate('services', services);
 
     registerErrorHandlers(app);
+    await registerSecurityHeaders(app, config.sandbox);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,
       methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],

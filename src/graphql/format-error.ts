@@ -74,7 +74,22 @@ function shaped(
  * anything unexpected is masked, so no stack, SQL or driver text reaches a client (the
  * logging plugin below has already logged it, with the request's id).
  */
-export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+/**
+ * What a client is told about its own mistake. The value of a variable that failed coercion is
+ * not echoed (it may be a whole registration, password included); in production no
+ * "Did you mean ...?" hints either, not even about enum values or input fields.
+ */
+function clientMessage(message: string, isProduction: boolean): string {
+  const quiet = message.replace(/^(Variable "\$\w+" got invalid value) .*?((?: at "[\w.[\]]+")?; )(?=[A-Z])/s, '$1$2');
+  return isProduction ? quiet.replace(/\s*Did you mean [\s\S]*?\?(?=\s|$)/g, '') : quiet;
+}
+
+export function createFormatError({ isProduction }: { isProduction: boolean }) {
+  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError =>
+    formatError({ ...formatted, message: clientMessage(formatted.message, isProduction) }, error);
+}
+
+function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   const original = unwrapResolverError(error);
   if (original instanceof AppError) {
     return shaped(formatted, original.code, original.message, original.fields, original.retryAfter);

@@ -7,7 +7,7 @@ import type { Config } from '../config';
 import { methodNotAllowed } from '../http-errors';
 import type { Services } from '../services';
 import type { GraphQLContext } from './context';
-import { errorLoggingPlugin, formatError } from './format-error';
+import { createFormatError, errorLoggingPlugin } from './format-error';
 import { costLimitPlugin, limitRules, LIMITS } from './limits';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
@@ -22,7 +22,7 @@ export async function registerGraphQL(app: FastifyInstance, config: Config, serv
     includeStacktraceInErrorResponses: false,
     // No "Did you mean ...?" in production: it would hand out the schema that introspection hides.
     hideSchemaDetailsFromClientErrors: config.isProduction,
-    formatError,
+    formatError: createFormatError(config),
     logger: app.log,
     // Fastify's own close() drains HTTP; Apollo's drain plugin would call close() again from inside it.
     stopOnTerminationSignals: false,

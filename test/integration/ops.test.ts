@@ -32,6 +32,24 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
     expect(res.body).toMatch(/sandbox/i);
   });
 
+  it('sends security headers on every answer, with a policy that allows nothing on the API', async () => {
+    for (const url of ['/healthz', '/graphql', '/trainer', '/nowhere']) {
+      const res = await t.app.inject({ method: url === '/graphql' ? 'POST' : 'GET', url, headers: { 'content-type': 'application/json' }, payload: url === '/graphql' ? '{"query":"{__typename}"}' : undefined });
+      expect([url, res.headers['content-security-policy']]).toEqual([url, expect.stringContaining("default-src 'none'")]);
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['strict-transport-security']).toMatch(/max-age=/);
+      expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
+    }
+  });
+
+  it('lets the docs and the development Sandbox load under their own policies', async () => {
+    const docs = await t.app.inject({ method: 'GET', url: '/docs/' });
+    expect(docs.headers['content-security-policy']).toMatch(/script-src 'self'/);
+    const sandbox = await t.app.inject({ method: 'GET', url: '/graphql', headers: { accept: 'text/html' } });
+    expect(sandbox.headers['content-security-policy']).toMatch(/script-src [^;]*https:\/\/embeddable-sandbox\.cdn\.apollographql\.com/);
+    expect(sandbox.body).toContain('embeddable-sandbox.cdn.apollographql.com');
+  });
+
   it('answers bad JSON on /graphql with 400 BAD_USER_INPUT in GraphQL shape', async () => {
     const res = await t.app.inject({
       method: 'POST',
@@ -224,6 +242,23 @@ describe('production mode', () => {
     const res = await gql(t.app, '{ me { nicknam } }', {}, token);
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
     expect(res.errors![0]!.message).not.toMatch(/did you mean|nickname/i);
+  });
+
+  it.each([
+    ['an enum value in a variable', { team: 'VALORR' }],
+    ['an input field in a variable', { nicknam: 'abc' }],
+  ])('suggests nothing for %s either, and does not echo the input back', async (_what, override) => {
+    const input = { nickname: 'abc', firstName: 'a', lastName: 'b', email: 'a@b.co', password: 'hunter2-secret', team: 'VALOR', ...override };
+    const res = await gql(t.app, 'mutation($i: RegisterTrainerInput!) { registerTrainer(input: $i) { id } }', { i: input });
+    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(res.errors![0]!.message).not.toMatch(/did you mean|hunter2/i);
+    expect(res.errors![0]!.message).toMatch(/^Variable "\$i" got invalid value/);
+  });
+
+  it('suggests nothing for an enum literal', async () => {
+    const res = await gql(t.app, 'mutation { registerTrainer(input: { nickname: "abc", firstName: "a", lastName: "b", email: "a@b.co", password: "12345678", team: VALORR }) { id } }');
+    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(res.errors![0]!.message).not.toMatch(/did you mean|VALOR"/i);
   });
 
   it('serves no Sandbox landing page and refuses introspection', async () => {
