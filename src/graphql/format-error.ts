@@ -17,7 +17,7 @@ const CLIENT_ERROR_CODES = new Set([
   'PERSISTED_QUERY_NOT_FOUND',
 ]);
 
-const VARIABLE_ERROR = /^Variable "\$([\w]+)" (?:got invalid value .*? at "([\w.[\]]+)"|got invalid value|of required type|of non-null type)/;
+const VARIABLE_ERROR = /^Variable "\$([\w]+)" (?:got invalid value(?: .*?)? at "([\w.[\]]+)"|got invalid value|of required type|of non-null type)/;
 
 function variableFields(message: string): FieldError[] | undefined {
   const match = VARIABLE_ERROR.exec(message);
