@@ -12,6 +12,7 @@ import { clientErrorHandler, registerErrorHandlers, registerStrictJsonParser } f
 import { registerDocs } from './ops/docs';
 import { errorForLog } from './log';
 import { registerHealthRoutes } from './ops/health';
+import { registerObservability } from './ops/observability';
 import { registerSecurityHeaders } from './ops/security';
 import { restRoutes } from './rest/routes';
 import { createServices, type Services } from './services';
@@ -52,6 +53,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       ...(options.logStream ? { stream: options.logStream } : {}),
     },
     bodyLimit: config.bodyLimit,
+    // One line per request is written by the observability hook, with route, operation and trainer.
+    disableRequestLogging: true,
     trustProxy:
       typeof config.trustProxy === 'number'
         ? (_address: string, hop: number) => hop < (config.trustProxy as number)
@@ -83,6 +86,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     app.decorate('services', services);
 
     registerErrorHandlers(app);
+    registerObservability(app, dataSource);
     await registerSecurityHeaders(app, config.sandbox);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { RequestAuth } from '../auth/auth.service';
 import type { Services } from '../services';
 import type { Loaders } from './loaders';
@@ -14,6 +14,8 @@ export interface GraphQLContext {
   readonly selfIds: Set<number>;
   /** The caller's address (behind a proxy, as TRUST_PROXY allows): login attempts are counted by it. */
   readonly clientIp: string;
+  /** The HTTP request, for what is logged and measured about it (operation name, trainer id). */
+  readonly request: FastifyRequest;
   /** The request's logger (it carries the request id). */
   readonly log: FastifyBaseLogger;
 }

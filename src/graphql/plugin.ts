@@ -27,6 +27,15 @@ export async function registerGraphQL(app: FastifyInstance, config: Config, serv
     // Fastify's own close() drains HTTP; Apollo's drain plugin would call close() again from inside it.
     stopOnTerminationSignals: false,
     plugins: [
+      {
+        async requestDidStart() {
+          return {
+            async didResolveOperation({ operationName, contextValue }) {
+              contextValue.request.operationName = operationName;
+            },
+          };
+        },
+      },
       costLimitPlugin(schema),
       errorLoggingPlugin(app.log),
       config.sandbox
@@ -42,11 +51,17 @@ export async function registerGraphQL(app: FastifyInstance, config: Config, serv
     path: '/graphql',
     context: async (request): Promise<GraphQLContext> => {
       const loaders = new Loaders(services);
+      const findTrainer = async (id: number) => {
+        const trainer = await loaders.trainerById.load(id);
+        request.trainerId = trainer?.id ?? null;
+        return trainer;
+      };
       return {
         services,
         loaders,
-        auth: services.auth.forRequest(request.headers.authorization, (id) => loaders.trainerById.load(id)),
+        auth: services.auth.forRequest(request.headers.authorization, findTrainer),
         selfIds: new Set(),
+        request,
         log: request.log,
         clientIp: request.ip,
       };

@@ -63,6 +63,7 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
     request.viewer = await services.auth
       .forRequest(request.headers.authorization, (id) => services.trainers.findById(id))
       .requireViewer();
+    request.trainerId = request.viewer.id;
   };
   const viewerOf = (request: FastifyRequest): Trainer => request.viewer!;
 

@@ -1,0 +1,94 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DataSource } from 'typeorm';
+import { isMysql } from '../db/data-source';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The GraphQL operation name, for logs and metrics. */
+    operationName: string | null;
+    /** The authenticated trainer, once known, for logs. */
+    trainerId: number | null;
+  }
+}
+
+const OPERATION_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+/** Operation names are chosen by clients: past this many, new ones are counted as "other". */
+const MAX_OPERATION_LABELS = 200;
+
+interface PoolLike {
+  _allConnections?: { length: number };
+  _freeConnections?: { length: number };
+  _connectionQueue?: { length: number };
+}
+
+/**
+ * One log line per request (request id, method, route, status, time, GraphQL operation name,
+ * trainer id; never headers or bodies, so never tokens or passwords) and Prometheus metrics
+ * at GET /metrics: request counts and latency by route, operation and status, the database
+ * pool, and the process. Each app has its own registry.
+ */
+export function registerObservability(app: FastifyInstance, dataSource: DataSource): void {
+  app.decorateRequest('operationName', null);
+  app.decorateRequest('trainerId', null);
+
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const labelNames = ['method', 'route', 'operation', 'status'] as const;
+  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered', labelNames, registers: [registry] });
+  const latency = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time to answer HTTP requests',
+    labelNames,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const pool = new Gauge({
+    name: 'db_pool_connections',
+    help: 'Database pool connections by state (MySQL)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      if (!isMysql(dataSource) || !dataSource.isInitialized) return;
+      const raw = (dataSource.driver as unknown as { pool?: PoolLike }).pool;
+      this.set({ state: 'open' }, raw?._allConnections?.length ?? 0);
+      this.set({ state: 'idle' }, raw?._freeConnections?.length ?? 0);
+      this.set({ state: 'waiting' }, raw?._connectionQueue?.length ?? 0);
+    },
+  });
+  void pool;
+
+  const seenOperations = new Set<string>();
+  const operationLabel = (request: FastifyRequest): string => {
+    const name = request.operationName;
+    if (!name) return request.url.startsWith('/graphql') ? 'anonymous' : '';
+    if (!OPERATION_NAME.test(name)) return 'other';
+    if (!seenOperations.has(name)) {
+      if (seenOperations.size >= MAX_OPERATION_LABELS) return 'other';
+      seenOperations.add(name);
+    }
+    return name;
+  };
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const labels = { method: request.method, route, operation: operationLabel(request), status: String(reply.statusCode) };
+    requests.inc(labels);
+    latency.observe(labels, reply.elapsedTime / 1000);
+    request.log.info(
+      {
+        method: request.method,
+        route,
+        statusCode: reply.statusCode,
+        responseTime: Math.round(reply.elapsedTime * 10) / 10,
+        ...(request.operationName ? { operationName: request.operationName } : {}),
+        ...(request.trainerId ? { trainerId: request.trainerId } : {}),
+      },
+      'request completed',
+    );
+  });
+
+  app.get('/metrics', { logLevel: 'warn', schema: { hide: true } }, async (_request, reply) =>
+    reply.type(registry.contentType).send(await registry.metrics()),
+  );
+}

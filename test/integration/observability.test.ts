@@ -1,0 +1,73 @@
+import { databases, startTestApp, type TestApp } from '../helpers/app';
+import { createTrainer, TEST_PASSWORD, type TrainerFixture } from '../helpers/factories';
+
+interface LogLine {
+  msg: string;
+  reqId?: string;
+  route?: string;
+  statusCode?: number;
+  operationName?: string;
+  trainerId?: number;
+  responseTime?: number;
+}
+
+describe.each(databases)('logs and metrics on %s', (kind) => {
+  const lines: string[] = [];
+  let t: TestApp;
+  let me: TrainerFixture;
+  beforeAll(async () => {
+    t = await startTestApp(kind, { LOG_LEVEL: 'info' }, { logStream: { write: (line) => lines.push(line) } });
+    me = await createTrainer(t.app);
+  });
+  afterAll(async () => t.close());
+
+  const completed = () => lines.map((l) => JSON.parse(l) as LogLine).filter((l) => l.msg === 'request completed');
+
+  it('logs one line per GraphQL request with its id, operation name, trainer and status, and no token', async () => {
+    lines.length = 0;
+    await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${me.token}`, 'x-request-id': 'req-graphql-1' },
+      payload: { query: 'query WhoAmI { me { id } }', operationName: 'WhoAmI' },
+    });
+    expect(completed()).toEqual([
+      expect.objectContaining({ reqId: 'req-graphql-1', route: '/graphql', statusCode: 200, operationName: 'WhoAmI', trainerId: me.trainer.id }),
+    ]);
+    expect(lines.join('\n')).not.toContain(me.token);
+  });
+
+  it('logs REST requests with their route and trainer, and never a password', async () => {
+    lines.length = 0;
+    await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}`, headers: { authorization: `Bearer ${me.token}` } });
+    await t.app.inject({ method: 'POST', url: '/trainer/authenticate', payload: { email: me.email, password: TEST_PASSWORD } });
+    await t.app.inject({ method: 'POST', url: '/trainer/authenticate', payload: { email: me.email, password: 'wrong-password-xyz' } });
+    expect(completed()).toEqual([
+      expect.objectContaining({ route: '/trainer/:trainerId', statusCode: 200, trainerId: me.trainer.id }),
+      expect.objectContaining({ route: '/trainer/authenticate', statusCode: 200 }),
+      expect.objectContaining({ route: '/trainer/authenticate', statusCode: 401 }),
+    ]);
+    const text = lines.join('\n');
+    expect(text).not.toContain(TEST_PASSWORD);
+    expect(text).not.toContain('wrong-password-xyz');
+  });
+
+  it('counts requests and their latency by route, operation and status at /metrics', async () => {
+    await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${me.token}` },
+      payload: { query: 'query CountMe { me { id } }' },
+    });
+    await t.app.inject({ method: 'GET', url: '/trainer/abc', headers: { authorization: `Bearer ${me.token}` } });
+    const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = res.body;
+    expect(text).toMatch(/^http_requests_total\{method="POST",route="\/graphql",operation="CountMe",status="200"\} 1$/m);
+    expect(text).toMatch(/^http_requests_total\{method="GET",route="\/trainer\/:trainerId",operation="",status="400"\} 1$/m);
+    expect(text).toMatch(/^http_request_duration_seconds_bucket\{le="0\.1",method="POST",route="\/graphql",operation="CountMe",status="200"\} 1$/m);
+    expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
+    if (kind === 'mysql') expect(text).toMatch(/^db_pool_connections\{state="open"\} [1-9]\d*$/m);
+  });
+});
