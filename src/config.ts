@@ -26,6 +26,8 @@ export interface Config {
   readonly loginMaxFailures: number;
   readonly loginWindowSeconds: number;
   readonly loginIpPerMinute: number;
+  /** On SIGTERM, how long /readyz says 503 before the server stops accepting (for load balancers to notice). */
+  readonly shutdownDelayMs: number;
   /** Take the client address from X-Forwarded-For (behind a load balancer). */
   readonly trustProxy: boolean | number | string;
 }
@@ -117,6 +119,7 @@ const envSchema = z.object({
   LOGIN_MAX_FAILURES: integer(1, 1000).default(5),
   LOGIN_WINDOW: duration.default(900),
   LOGIN_IP_PER_MINUTE: integer(1, 100000).default(30),
+  SHUTDOWN_DELAY_MS: integer(0, 8000).default(0),
   TRUST_PROXY: z
     .string()
     .regex(/^(true|false|\d+|[0-9a-fA-F.:/, ]+)$/, 'must be true, false, a hop count or a list of proxy addresses')
@@ -218,5 +221,6 @@ export function loadConfig(env: Env = process.env): Config {
     loginWindowSeconds: e.LOGIN_WINDOW,
     loginIpPerMinute: e.LOGIN_IP_PER_MINUTE,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
+    shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
   });
 }

@@ -20,14 +20,20 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    app.log.info({ signal }, 'shutting down');
+    app.log.info({ signal }, 'shutting down: draining');
+    app.lifecycle.draining = true;
     const force = setTimeout(() => {
       app.log.error('shutdown took longer than 10 s; exiting');
       process.exit(1);
     }, 10_000);
     force.unref();
-    app.close().then(
-      () => process.exit(0),
+    // Stop accepting after the delay; close() lets requests in flight finish, then closes the pools.
+    const delay = new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+    delay.then(() => app.close()).then(
+      () => {
+        app.log.info('shut down');
+        process.exit(0);
+      },
       (error: unknown) => {
         app.log.error({ err: error }, 'error while shutting down');
         process.exit(1);

@@ -18,10 +18,23 @@ async function ping(dataSource: DataSource): Promise<boolean> {
   }
 }
 
-/** Liveness never touches the database; readiness is a database ping. */
+/** Whether the process is shutting down: readiness fails at once, so load balancers stop sending. */
+export interface Lifecycle {
+  draining: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    lifecycle: Lifecycle;
+  }
+}
+
+/** Liveness never touches the database; readiness is a database ping, and false while draining. */
 export function registerHealthRoutes(app: FastifyInstance, dataSource: DataSource): void {
+  app.decorate('lifecycle', { draining: false });
   app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
   app.get('/readyz', { logLevel: 'warn' }, async (_request, reply) => {
+    if (app.lifecycle.draining) return reply.code(503).send({ status: 'draining', code: 'SERVICE_UNAVAILABLE' });
     if (await ping(dataSource)) return { status: 'ready' };
     return reply.code(503).send({ status: 'unavailable', code: 'SERVICE_UNAVAILABLE' });
   });

@@ -31,6 +31,7 @@ describe('loadConfig', () => {
       loginWindowSeconds: 900,
       loginIpPerMinute: 30,
       trustProxy: false,
+      shutdownDelayMs: 0,
     });
     expect(config.database).toEqual({ type: 'sqlite', path: join(dir, 'db.sqlite') });
     expect(Object.isFrozen(config)).toBe(true);
