@@ -1,12 +1,12 @@
 import 'reflect-metadata';
 import cors from '@fastify/cors';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Config } from './config';
 import { createDataSource, type DataSourceExtras } from './db/data-source';
-import { runMigrations } from './db/migrate';
+import { DatabaseConnector } from './db/connector';
 import { registerGraphQL } from './graphql/plugin';
 import { clientErrorHandler, registerErrorHandlers, registerStrictJsonParser } from './http-errors';
 import { registerDocs } from './ops/docs';
@@ -27,6 +27,12 @@ declare module 'fastify' {
 export interface BuildOptions {
   /** Called with every SQL statement the app sends (tests and the benchmark count statements). */
   readonly onQuery?: DataSourceExtras['onQuery'];
+  /**
+   * Connect to the database before returning (the default), or return at once and keep
+   * connecting in the background with backoff (main.ts: the process serves /healthz and answers
+   * SERVICE_UNAVAILABLE until the database is there).
+   */
+  readonly waitForDatabase?: boolean;
   /** Where log lines go instead of stdout (tests read them). */
   readonly logStream?: { write(line: string): void };
 }
@@ -54,7 +60,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     bodyLimit: config.bodyLimit,
     // One line per request is written by the observability hook, with route, operation and trainer.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     trustProxy:
       typeof config.trustProxy === 'number'
         ? (_address: string, hop: number) => hop < (config.trustProxy as number)
@@ -72,12 +78,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.header('x-request-id', request.id);
   });
 
-  const dataSource = createDataSource(config.database, { onQuery: options.onQuery });
+  const dataSource = createDataSource(config.database, {
+    onQuery: options.onQuery,
+    warn: (details, message) => app.log.warn(details, message),
+  });
+  const database = new DatabaseConnector(dataSource, app.log);
   try {
-    await dataSource.initialize();
-    await runMigrations(dataSource);
+    if (options.waitForDatabase ?? true) await database.connectOnce();
+    else database.start();
     app.decorate('dataSource', dataSource);
     app.addHook('onClose', async () => {
+      await database.stop();
       if (dataSource.isInitialized) await dataSource.destroy();
     });
 
@@ -98,7 +109,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Anything but JSON is 415 on both transports (a text/plain POST would also dodge CSRF checks).
     app.removeContentTypeParser('text/plain');
     registerStrictJsonParser(app);
-    registerHealthRoutes(app, dataSource);
+    registerHealthRoutes(app, dataSource, database);
     await registerDocs(app);
     await app.register(restRoutes, { services });
     await registerGraphQL(app, config, services);

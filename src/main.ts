@@ -15,7 +15,7 @@ async function main(): Promise<void> {
     throw error;
   }
 
-  const app = await buildApp(config);
+  const app = await buildApp(config, { waitForDatabase: false });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

@@ -16,12 +16,15 @@ export interface NewCreature {
 export const creatureNameKey = (name: string): string => foldCase(normalizeText(name));
 
 export class CreatureService {
-  private readonly repo: Repository<Creature>;
-  private readonly trainerRepo: Repository<Trainer>;
+  constructor(private readonly dataSource: DataSource) {}
 
-  constructor(dataSource: DataSource) {
-    this.repo = dataSource.getRepository(Creature);
-    this.trainerRepo = dataSource.getRepository(Trainer);
+  // Looked up on use: the database may connect after the service is built (start-up retries).
+  private get repo(): Repository<Creature> {
+    return this.dataSource.getRepository(Creature);
+  }
+
+  private get trainerRepo(): Repository<Trainer> {
+    return this.dataSource.getRepository(Trainer);
   }
 
   /** Only the trainer itself may add to its creatures; the unique index settles duplicates, even concurrent ones. */

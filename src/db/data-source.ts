@@ -9,14 +9,25 @@ import { migrations } from './migrations/index';
 export const entities = [Trainer, Creature];
 
 export interface DataSourceExtras {
-  readonly logging?: LoggerOptions;
   /** Called with every SQL statement sent (tests and the benchmark count them). */
   readonly onQuery?: (sql: string) => void;
+  /** Where slow statements are reported (without their parameters). */
+  readonly warn?: (details: object, message: string) => void;
 }
 
-function queryListener(onQuery: (sql: string) => void): Logger {
+/** Statements taking longer than this are cut off (MySQL), and reported as slow. */
+export const QUERY_TIMEOUT_MS = 5000;
+
+function appLogger({ onQuery, warn }: DataSourceExtras): Logger {
   const ignore = () => undefined;
-  return { logQuery: (sql) => onQuery(sql), logQueryError: ignore, logQuerySlow: ignore, logSchemaBuild: ignore, logMigration: ignore, log: ignore };
+  return {
+    logQuery: onQuery ? (sql) => onQuery(sql) : ignore,
+    logQueryError: ignore,
+    logQuerySlow: warn ? (time, sql) => warn({ timeMs: time, sql }, 'slow SQL statement') : ignore,
+    logSchemaBuild: ignore,
+    logMigration: ignore,
+    log: ignore,
+  };
 }
 
 export function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): DataSourceOptions {
@@ -25,8 +36,9 @@ export function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras =
     migrations,
     migrationsTableName: 'migrations',
     synchronize: false,
-    logging: extras.onQuery ? (['query'] as LoggerOptions) : (extras.logging ?? false),
-    ...(extras.onQuery ? { logger: queryListener(extras.onQuery) } : {}),
+    logging: (extras.onQuery ? ['query'] : []) as LoggerOptions,
+    logger: appLogger(extras),
+    maxQueryExecutionTime: QUERY_TIMEOUT_MS,
   } as const;
   if (db.type === 'sqlite') {
     if (db.path !== ':memory:') mkdirSync(dirname(db.path), { recursive: true });
@@ -46,10 +58,13 @@ export function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras =
     url: db.url,
     charset: 'utf8mb4_bin',
     timezone: 'Z',
-    // Bounded waits: fail fast with SERVICE_UNAVAILABLE rather than hang when MySQL is away.
-    connectTimeout: 5000,
+    // Bounded waits, so that requests fail with SERVICE_UNAVAILABLE rather than hang when MySQL
+    // is away: connecting, each statement (mysql2 drops the connection when it runs out), and
+    // the queue for a free connection.
+    connectTimeout: 3000,
+    enableQueryTimeout: true,
     poolSize: 10,
-    extra: { enableKeepAlive: true, maxIdle: 10, idleTimeout: 60_000 },
+    extra: { enableKeepAlive: true, keepAliveInitialDelay: 10_000, maxIdle: 10, idleTimeout: 60_000, queueLimit: 500 },
   };
 }
 

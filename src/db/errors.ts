@@ -1,4 +1,5 @@
 import { QueryFailedError } from 'typeorm';
+import { AppError } from '../errors';
 
 interface DriverError {
   code?: string;
@@ -66,7 +67,19 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (code && UNAVAILABLE_CODES.has(code)) return true;
   const message = error instanceof Error ? error.message : '';
   // The pool or file is closed: the app is shutting down, or the database went away.
-  return /Pool is closed|Connection lost|connect ETIMEDOUT|Can't add new command when connection is in closed state|Connection is not established|database connection is not open/i.test(
+  return /Pool is closed|Connection lost|connect ETIMEDOUT|Can't add new command when connection is in closed state|Connection is not established|database connection is not open|Queue limit reached|Query inactivity timeout/i.test(
     message,
   );
+}
+
+/**
+ * A database that is away becomes SERVICE_UNAVAILABLE while the driver's error still has its
+ * code. GraphQL needs this before graphql-js sees the error: it keeps only `instanceof Error`
+ * values, and a driver's socket error can come from another realm (as under Jest).
+ */
+export function unavailableAsAppError(error: unknown): unknown {
+  if (!(error instanceof AppError) && isDatabaseUnavailable(error)) {
+    return new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; try again shortly');
+  }
+  return error;
 }

@@ -1,5 +1,6 @@
 import { printSchema, type GraphQLSchema } from 'graphql';
-import { buildSchema } from 'type-graphql';
+import { buildSchema, type MiddlewareFn } from 'type-graphql';
+import { unavailableAsAppError } from '../db/errors';
 import { AuthResolver } from '../auth/auth.resolver';
 import { validateOrThrow } from '../common/validation';
 import { CreatureResolver } from '../creatures/creature.resolver';
@@ -9,10 +10,20 @@ import { DateTimeISO } from './scalars';
 
 export const resolvers = [TrainerResolver, TrainerPageResolver, CreatureResolver, AuthResolver] as const;
 
+/** See unavailableAsAppError: every resolver's database errors, mapped where they still have their code. */
+const databaseErrors: MiddlewareFn = async (_action, next) => {
+  try {
+    return await next();
+  } catch (error) {
+    throw unavailableAsAppError(error);
+  }
+};
+
 export function buildGraphQLSchema(): Promise<GraphQLSchema> {
   return buildSchema({
     resolvers,
     authChecker,
+    globalMiddlewares: [databaseErrors],
     scalarsMap: [{ type: Date, scalar: DateTimeISO }],
     // Every resolver takes an @ArgsType class, so field paths in errors read `input.level`, `limit`.
     validateFn: async (value) => {

@@ -29,12 +29,15 @@ export const visibleEmail = (trainer: Trainer, viewerId: number | undefined): st
   trainer.id === viewerId ? trainer.email : null;
 
 export class TrainerService {
-  private readonly repo: Repository<Trainer>;
-  private readonly creatures: Repository<Creature>;
+  constructor(private readonly dataSource: DataSource) {}
 
-  constructor(dataSource: DataSource) {
-    this.repo = dataSource.getRepository(Trainer);
-    this.creatures = dataSource.getRepository(Creature);
+  // Looked up on use: the database may connect after the service is built (start-up retries).
+  private get repo(): Repository<Trainer> {
+    return this.dataSource.getRepository(Trainer);
+  }
+
+  private get creatures(): Repository<Creature> {
+    return this.dataSource.getRepository(Creature);
   }
 
   /** Creates the account; the unique indexes decide duplicates, so concurrent registrations cannot both win. */

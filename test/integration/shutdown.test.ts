@@ -94,7 +94,8 @@ describe.each(databases)('graceful shutdown on %s', (kind) => {
       child!.on('exit', (code) => resolve({ code, at: Date.now() })),
     );
 
-    for (let i = 0; i < 100 && (await send(port, 'GET', '/healthz')).status !== 200; i += 1) await sleep(200);
+    // The process serves at once and connects to the database in the background.
+    for (let i = 0; i < 100 && (await send(port, 'GET', '/readyz')).status !== 200; i += 1) await sleep(200);
     expect((await send(port, 'GET', '/readyz')).status).toBe(200);
 
     const email = `shutdown${Date.now()}@example.test`;
