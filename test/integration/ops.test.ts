@@ -105,6 +105,15 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
     expect(raw).toContain('"code":"BAD_USER_INPUT"');
   });
 
+  it('keeps CSRF prevention on: a GET query without a preflight header is refused, with it answered', async () => {
+    const url = '/graphql?query=%7B__typename%7D';
+    const blocked = await t.app.inject({ method: 'GET', url });
+    expect(blocked.statusCode).toBe(400);
+    expect(blocked.json().errors[0].message).toMatch(/CSRF/);
+    const allowed = await t.app.inject({ method: 'GET', url, headers: { 'apollo-require-preflight': 'true' } });
+    expect(allowed.json()).toEqual({ data: { __typename: 'Query' } });
+  });
+
   it('rejects a batched (array) request with 400', async () => {
     const res = await t.app.inject({
       method: 'POST',
@@ -227,6 +236,21 @@ describe('logging of unexpected errors', () => {
     const text = lines.join('\n');
     expect(text).not.toMatch(/scrypt\$|very-secret-pw|log@example\.test/);
     expect(text).not.toContain(token);
+  });
+});
+
+describe('production mode with GRAPHQL_INTROSPECTION=true', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp('sqlite', { NODE_ENV: 'production', GRAPHQL_INTROSPECTION: 'true' });
+  });
+  afterAll(async () => t.close());
+
+  it('answers introspection, still without the Sandbox', async () => {
+    const res = await gql(t.app, '{ __schema { queryType { name } } }');
+    expect(res.data).toEqual({ __schema: { queryType: { name: 'Query' } } });
+    const page = await t.app.inject({ method: 'GET', url: '/graphql', headers: { accept: 'text/html' } });
+    expect(page.body).not.toMatch(/sandbox/i);
   });
 });
 
