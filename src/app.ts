@@ -78,8 +78,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.header('x-request-id', request.id);
   });
 
+  const statements = { count: 0 };
   const dataSource = createDataSource(config.database, {
-    onQuery: options.onQuery,
+    onQuery: (sql) => {
+      statements.count += 1;
+      options.onQuery?.(sql);
+    },
     warn: (details, message) => app.log.warn(details, message),
   });
   const database = new DatabaseConnector(dataSource, app.log);
@@ -97,7 +101,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     app.decorate('services', services);
 
     registerErrorHandlers(app);
-    registerObservability(app, dataSource);
+    registerObservability(app, dataSource, statements);
     await registerSecurityHeaders(app, config.sandbox);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 
@@ -26,6 +27,8 @@ export interface Config {
   readonly loginMaxFailures: number;
   readonly loginWindowSeconds: number;
   readonly loginIpPerMinute: number;
+  /** Worker processes (node:cluster) sharing the port; 1 runs in this process. */
+  readonly workers: number;
   /** On SIGTERM, how long /readyz says 503 before the server stops accepting (for load balancers to notice). */
   readonly shutdownDelayMs: number;
   /** Take the client address from X-Forwarded-For (behind a load balancer). */
@@ -120,6 +123,11 @@ const envSchema = z.object({
   LOGIN_WINDOW: duration.default(900),
   LOGIN_IP_PER_MINUTE: integer(1, 100000).default(30),
   SHUTDOWN_DELAY_MS: integer(0, 8000).default(0),
+  WORKERS: z
+    .string()
+    .regex(/^(auto|[1-9]\d{0,2})$/, 'must be auto or a number of processes')
+    .transform((v) => (v === 'auto' ? availableParallelism() : Number(v)))
+    .default(1),
   TRUST_PROXY: z
     .string()
     .regex(/^(true|false|\d+|[0-9a-fA-F.:/, ]+)$/, 'must be true, false, a hop count or a list of proxy addresses')
@@ -222,5 +230,6 @@ export function loadConfig(env: Env = process.env): Config {
     loginIpPerMinute: e.LOGIN_IP_PER_MINUTE,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
+    workers: e.WORKERS,
   });
 }

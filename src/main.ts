@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import cluster from 'node:cluster';
 import { buildApp } from './app';
 import { ConfigError, loadConfig } from './config';
 
@@ -15,6 +16,10 @@ async function main(): Promise<void> {
     throw error;
   }
 
+  if (config.workers > 1 && cluster.isPrimary) {
+    runPrimary(config.workers);
+    return;
+  }
   const app = await buildApp(config, { waitForDatabase: false });
   let stopping = false;
   const stop = (signal: string) => {
@@ -45,6 +50,32 @@ async function main(): Promise<void> {
 
   await app.listen({ port: config.port, host: config.host });
   if (config.sandbox) app.log.info(`GraphQL Sandbox: http://localhost:${config.port}/graphql`);
+}
+
+/**
+ * WORKERS > 1: this process only forks the workers (each a whole app on the shared port, the
+ * kernel spreading connections) and passes SIGTERM/SIGINT on; it exits when they all have.
+ * Login counters are per process unless REDIS_URL is set.
+ */
+function runPrimary(workers: number): void {
+  for (let i = 0; i < workers; i += 1) cluster.fork();
+  let stopping = false;
+  let failed = false;
+  const stop = (signal: NodeJS.Signals) => {
+    stopping = true;
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+  cluster.on('exit', (worker, code) => {
+    if (code !== 0) failed = true;
+    if (!stopping) {
+      process.stderr.write(`worker ${worker.process.pid} exited (${code}); starting another\n`);
+      cluster.fork();
+      return;
+    }
+    if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(failed ? 1 : 0);
+  });
 }
 
 main().catch((error: unknown) => {

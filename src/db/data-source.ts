@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DataSource, type DataSourceOptions, type Logger, type LoggerOptions } from 'typeorm';
+import { DataSource, type DataSourceOptions, type Logger } from 'typeorm';
 import type { DatabaseConfig } from '../config';
 import { Creature } from '../creatures/creature.entity';
 import { Trainer } from '../trainers/trainer.entity';
@@ -36,7 +36,6 @@ export function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras =
     migrations,
     migrationsTableName: 'migrations',
     synchronize: false,
-    logging: (extras.onQuery ? ['query'] : []) as LoggerOptions,
     logger: appLogger(extras),
     maxQueryExecutionTime: QUERY_TIMEOUT_MS,
   } as const;

@@ -26,9 +26,10 @@ interface PoolLike {
  * One log line per request (request id, method, route, status, time, GraphQL operation name,
  * trainer id; never headers or bodies, so never tokens or passwords) and Prometheus metrics
  * at GET /metrics: request counts and latency by route, operation and status, the database
- * pool, and the process. Each app has its own registry.
+ * pool and the SQL statements sent (the benchmark reads statements per operation from it), and
+ * the process. Each app has its own registry.
  */
-export function registerObservability(app: FastifyInstance, dataSource: DataSource): void {
+export function registerObservability(app: FastifyInstance, dataSource: DataSource, statements: { count: number }): void {
   app.decorateRequest('operationName', null);
   app.decorateRequest('trainerId', null);
 
@@ -57,6 +58,16 @@ export function registerObservability(app: FastifyInstance, dataSource: DataSour
     },
   });
   void pool;
+  const sent = new Counter({
+    name: 'db_statements_total',
+    help: 'SQL statements sent to the database',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(statements.count);
+    },
+  });
+  void sent;
 
   const seenOperations = new Set<string>();
   const operationLabel = (request: FastifyRequest): string => {

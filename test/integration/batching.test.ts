@@ -3,7 +3,7 @@ import { createCreature, createTrainer, type TrainerFixture } from '../helpers/f
 import { gql } from '../helpers/graphql';
 
 const NESTED_PAGE = `query($limit: Int!) {
-  trainers(limit: $limit) { items { id nickname creaturesOwned creatures(limit: 10) { id name trainer { id } } } }
+  trainers(limit: $limit) { items { id nickname creaturesOwned creatures(limit: 10) { id trainer { id } } } }
 }`;
 
 describe.each(databases)('relation batching on %s', (kind) => {
@@ -14,7 +14,7 @@ describe.each(databases)('relation batching on %s', (kind) => {
   beforeAll(async () => {
     t = await startTestApp(kind, {}, { onQuery: (sql) => statements.push(sql) });
     viewer = await createTrainer(t.app);
-    for (let i = 0; i < 30; i += 1) {
+    for (let i = 0; i < 110; i += 1) {
       const { trainer } = await createTrainer(t.app);
       for (let c = 0; c < (i % 4) + 1; c += 1) await createCreature(t.app, trainer.id, { name: `c${c}` });
     }
@@ -30,8 +30,8 @@ describe.each(databases)('relation batching on %s', (kind) => {
 
   it('reads a page of trainers with creatures, counts and owners in the same few statements whatever the page size', async () => {
     const small = await countStatements(3);
-    const large = await countStatements(31);
-    expect(large.items).toHaveLength(31);
+    const large = await countStatements(100);
+    expect(large.items).toHaveLength(100);
     // The viewer, the page, one batch of creatures, one of counts; Creature.trainer comes from the page.
     expect(small.count).toBe(4);
     expect(large.count).toBe(small.count);

@@ -1,4 +1,6 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const root = join(__dirname, '..', '..');
@@ -25,4 +27,32 @@ describe('starting the service with bad configuration', () => {
     expect(result.status).toBe(1);
     expect(result.stderr.trim()).toMatch(/^Invalid configuration: JWT_SECRET is required in production/);
   });
+});
+
+describe('WORKERS=2', () => {
+  it('serves from two worker processes on one port and stops them all on SIGTERM', async () => {
+    const port = 21000 + Math.floor(Math.random() * 20000);
+    const dir = mkdtempSync(join(tmpdir(), 'registry-workers-'));
+    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        WORKERS: '2',
+        DATABASE_URL: `sqlite:${join(dir, 'r.sqlite')}`,
+        JWT_SECRET: 'w'.repeat(40),
+        LOG_LEVEL: 'warn',
+      },
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const ready = () => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
+    const deadline = Date.now() + 30_000;
+    while ((await ready()) !== 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    expect(await ready()).toBe(200);
+    const workers = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/);
+    expect(workers).toHaveLength(2);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  }, 60_000);
 });

@@ -32,6 +32,7 @@ describe('loadConfig', () => {
       loginIpPerMinute: 30,
       trustProxy: false,
       shutdownDelayMs: 0,
+      workers: 1,
     });
     expect(config.database).toEqual({ type: 'sqlite', path: join(dir, 'db.sqlite') });
     expect(Object.isFrozen(config)).toBe(true);
@@ -71,6 +72,7 @@ describe('loadConfig', () => {
     ['LOGIN_WINDOW', { LOGIN_WINDOW: 'a while' }],
     ['LOGIN_IP_PER_MINUTE', { LOGIN_IP_PER_MINUTE: 'many' }],
     ['TRUST_PROXY', { TRUST_PROXY: 'yes please' }],
+    ['WORKERS', { WORKERS: 'many' }],
   ])('fails with one line naming %s', (name, env) => {
     const load = () => loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET, ...env });
     expect(load).toThrow(ConfigError);

@@ -1,0 +1,309 @@
+// `npm run bench`: seeds a database at scale, starts the service (production mode) and the
+// bare baseline beside it, drives both with autocannon case after case (alternating, in rounds),
+// and reports req/s, p50/p99, SQL statements per operation and the server's RSS, as a table,
+// bench/results/<timestamp>.json and .md, and an SVG chart. `--quick` is a few-second SQLite
+// smoke run. See README.md, "Performance".
+import autocannon, { type Request as AutocannonRequest, type Result } from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createConnection } from 'mysql2/promise';
+import { renderChart, renderMarkdown, renderTable, type CaseResult, type Report } from './report';
+import { BENCH_PASSWORD, seed } from './seed';
+
+const root = resolve(__dirname, '..');
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    trainers: { type: 'string' },
+    creatures: { type: 'string' },
+    duration: { type: 'string' },
+    connections: { type: 'string' },
+    rounds: { type: 'string' },
+    soak: { type: 'string' },
+    workers: { type: 'string', default: '1' },
+    'database-url': { type: 'string' },
+    reseed: { type: 'boolean', default: false },
+    // Run the service from src/ through ts-node instead of the dist/ build (the test suite does).
+    'from-source': { type: 'boolean', default: false },
+    out: { type: 'string' },
+  },
+});
+
+const quick = args.quick ?? false;
+const options = {
+  trainers: Number(args.trainers ?? (quick ? 300 : 100_000)),
+  creatures: Number(args.creatures ?? (quick ? 3000 : 1_000_000)),
+  duration: Number(args.duration ?? (quick ? 1 : 10)),
+  connections: Number(args.connections ?? (quick ? 10 : 50)),
+  rounds: Number(args.rounds ?? (quick ? 1 : 2)),
+  soak: Number(args.soak ?? (quick ? 1 : 30)),
+  workers: args.workers ?? '1',
+  out: resolve(args.out ?? join(root, 'bench', 'results')),
+};
+const JWT_SECRET = randomBytes(32).toString('hex');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function log(message: string): void {
+  process.stderr.write(`[bench] ${message}\n`);
+}
+
+async function databaseUrl(): Promise<{ url: string; seeded: boolean }> {
+  if (quick) {
+    const dir = mkdtempSync(join(tmpdir(), 'registry-bench-'));
+    return { url: `sqlite:${join(dir, 'bench.sqlite')}`, seeded: false };
+  }
+  const url = args['database-url'] ?? process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/registry_bench';
+  const parsed = new URL(url);
+  const name = parsed.pathname.slice(1);
+  parsed.pathname = '/';
+  const admin = await createConnection({ uri: parsed.toString() });
+  try {
+    if (!args.reseed) {
+      const [rows] = await admin.query(
+        `SELECT (SELECT COUNT(*) FROM \`${name}\`.trainer) AS t, (SELECT COUNT(*) FROM \`${name}\`.creature) AS c`,
+      ).catch(() => [[{ t: -1, c: -1 }]] as const);
+      const counts = (rows as { t: number; c: number }[])[0]!;
+      if (Number(counts.t) === options.trainers && Number(counts.c) === options.creatures) return { url, seeded: true };
+    }
+    await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
+    await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+  } finally {
+    await admin.end();
+  }
+  return { url, seeded: false };
+}
+
+function start(command: string[], env: Record<string, string>, name: string): ChildProcess {
+  const child = spawn(process.execPath, command, {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  child.stderr?.on('data', (chunk: Buffer) => log(`${name}: ${chunk.toString().trim()}`));
+  return child;
+}
+
+async function waitFor(url: string, seconds = 120): Promise<void> {
+  const deadline = Date.now() + seconds * 1000;
+  while (Date.now() < deadline) {
+    const status = await fetch(url).then((r) => r.status, () => 0);
+    if (status === 200) return;
+    await sleep(200);
+  }
+  throw new Error(`${url} did not become ready`);
+}
+
+/** Peak and current resident memory of a process and its children (cluster workers), from /proc. */
+function memory(pid: number): { peakMb: number; rssMb: number } {
+  const pids = [pid];
+  try {
+    pids.push(...readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+  } catch {
+    // no children listed
+  }
+  let peak = 0;
+  let rss = 0;
+  for (const p of pids) {
+    try {
+      const status = readFileSync(`/proc/${p}/status`, 'utf8');
+      peak += Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      rss += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    } catch {
+      // process gone
+    }
+  }
+  return { peakMb: Math.round(peak / 1024), rssMb: Math.round(rss / 1024) };
+}
+
+/** SQL statements sent and requests answered so far, from the service's own /metrics. */
+async function counters(base: string): Promise<{ statements: number; requests: number }> {
+  const text = await fetch(`${base}/metrics`).then((r) => r.text());
+  let requests = 0;
+  for (const match of text.matchAll(/^http_requests_total\{[^}]*route="([^"]*)"[^}]*\} (\d+)/gm)) {
+    if (match[1] !== '/metrics') requests += Number(match[2]);
+  }
+  return { statements: Number(/^db_statements_total (\d+)/m.exec(text)?.[1] ?? 0), requests };
+}
+
+interface CaseSpec {
+  name: string;
+  target: 'service' | 'baseline';
+  requests: AutocannonRequest[];
+}
+
+function run(url: string, requests: AutocannonRequest[], connections: number, duration: number): Promise<Result> {
+  return new Promise((resolvePromise, reject) => {
+    autocannon({ url, connections, duration, requests }, (error, result) => (error ? reject(error) : resolvePromise(result)));
+  });
+}
+
+async function main(): Promise<void> {
+  mkdirSync(options.out, { recursive: true });
+  const { url, seeded } = await databaseUrl();
+  let seedSeconds: number | null = null;
+  if (!seeded) {
+    log(`seeding ${options.trainers} trainers and ${options.creatures} creatures into ${url.replace(/\/\/[^@]*@/, '//')}`);
+    seedSeconds = (await seed(url, options.trainers, options.creatures)).seconds;
+    log(`seeded in ${seedSeconds.toFixed(1)} s`);
+  } else {
+    log('database already seeded at these sizes (use --reseed to start over)');
+  }
+
+  const servicePort = 4600 + Math.floor(Math.random() * 300);
+  const baselinePort = servicePort + 1000;
+  const entry = args['from-source'] ? ['-r', 'ts-node/register/transpile-only', 'src/main.ts'] : ['dist/src/main.js'];
+  const service = start(entry, {
+    NODE_ENV: 'production',
+    PORT: String(servicePort),
+    HOST: '127.0.0.1',
+    DATABASE_URL: url,
+    JWT_SECRET,
+    LOG_LEVEL: 'warn',
+    // The login storm case measures hashing load, not the brute-force limit.
+    LOGIN_IP_PER_MINUTE: '100000',
+    WORKERS: options.workers,
+  }, 'service');
+  const baseline = start(['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'], {
+    PORT: String(baselinePort),
+    DATABASE_URL: url,
+    JWT_SECRET,
+  }, 'baseline');
+  const serviceBase = `http://127.0.0.1:${servicePort}`;
+  const baselineBase = `http://127.0.0.1:${baselinePort}`;
+
+  try {
+    await waitFor(`${serviceBase}/readyz`);
+    await waitFor(`${baselineBase}/stats`);
+    const login = await fetch(`${serviceBase}/trainer/authenticate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'bench1@bench.test', password: BENCH_PASSWORD }),
+    }).then((r) => r.json() as Promise<{ token: string }>);
+    const auth = { authorization: `Bearer ${login.token}`, 'content-type': 'application/json' };
+    const n = options.trainers;
+    const randomId = () => 1 + Math.floor(Math.random() * n);
+    const gqlBody = (query: string, variables: Record<string, unknown> = {}) => JSON.stringify({ query, variables });
+    const get = (path: () => string): AutocannonRequest => ({ method: 'GET', headers: auth, setupRequest: (req) => ({ ...req, path: path() }) });
+    const graphql = (query: string, variables: () => Record<string, unknown>): AutocannonRequest => ({
+      method: 'POST',
+      path: '/graphql',
+      headers: auth,
+      setupRequest: (req) => ({ ...req, body: gqlBody(query, variables()) }),
+    });
+    const TRAINER = 'query Trainer($id: ID!) { trainer(id: $id) { id nickname firstName lastName team creaturesOwned createdAt } }';
+    const PAGE = 'query Page($offset: Int!) { trainers(limit: 100, offset: $offset) { items { id nickname creaturesOwned creatures(limit: 10) { id name level } } } }';
+    const DEEP = 'query Deep($offset: Int!) { trainers(limit: 20, offset: $offset) { items { id nickname } } }';
+
+    const cases: CaseSpec[] = [
+      { name: 'baseline GET /trainer/:id', target: 'baseline', requests: [get(() => `/trainer/${randomId()}`)] },
+      { name: 'GraphQL trainer(id)', target: 'service', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
+      { name: 'REST GET /trainer/:id', target: 'service', requests: [get(() => `/trainer/${randomId()}`)] },
+      { name: 'REST GET /trainer (list)', target: 'service', requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * (n - 20))}`)] },
+      { name: 'GraphQL trainers page 100 × creatures 10', target: 'service', requests: [graphql(PAGE, () => ({ offset: Math.floor(Math.random() * Math.max(1, n - 100)) }))] },
+      { name: 'GraphQL deep paging (offset n-20)', target: 'service', requests: [graphql(DEEP, () => ({ offset: n - 20 }))] },
+      {
+        name: 'GraphQL createCreature + deleteCreature',
+        target: 'service',
+        requests: [
+          {
+            method: 'POST',
+            path: '/graphql',
+            headers: auth,
+            setupRequest: (req) => ({
+              ...req,
+              body: gqlBody('mutation C($input: CreateCreatureInput!) { createCreature(trainerId: "1", input: $input) { id } }', {
+                input: { name: `b${randomBytes(6).toString('hex')}`, speciesId: 1 },
+              }),
+            }),
+            onResponse: (_status, body, context) => {
+              (context as { id?: string }).id = (JSON.parse(body) as { data?: { createCreature?: { id: string } } }).data?.createCreature?.id;
+            },
+          },
+          {
+            method: 'POST',
+            path: '/graphql',
+            headers: auth,
+            setupRequest: (req, context) => ({ ...req, body: gqlBody('mutation D($id: ID!) { deleteCreature(id: $id) { id } }', { id: (context as { id?: string }).id ?? '1' }) }),
+          },
+        ],
+      },
+    ];
+
+    const results: CaseResult[] = [];
+    for (let round = 1; round <= options.rounds; round += 1) {
+      for (const spec of cases) {
+        const base = spec.target === 'service' ? serviceBase : baselineBase;
+        const before = await counters(serviceBase);
+        const result = await run(base, spec.requests, options.connections, options.duration);
+        // Requests still in flight when autocannon stops are answered (and counted) a moment later.
+        await sleep(300);
+        const after = await counters(serviceBase);
+        const answered = after.requests - before.requests;
+        const statements = spec.target === 'baseline' ? 1 : answered ? (after.statements - before.statements) / answered : 0;
+        log(`round ${round} ${spec.name}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms`);
+        results.push({
+          name: spec.name,
+          round,
+          requestsPerSecond: result.requests.average,
+          p50: result.latency.p50,
+          p99: result.latency.p99,
+          errors: result.errors + result.timeouts + result.non2xx,
+          statementsPerRequest: Math.round(statements * 100) / 100,
+        });
+      }
+    }
+
+    // trainer(id) while 20 logins hash at once.
+    const storm = run(serviceBase, [{ method: 'POST', path: '/trainer/authenticate', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench2@bench.test', password: BENCH_PASSWORD }) }], 20, options.duration + 1);
+    await sleep(500);
+    const during = await run(serviceBase, cases[1]!.requests, options.connections, options.duration);
+    const stormResult = await storm;
+    results.push({
+      name: 'GraphQL trainer(id) during 20 concurrent logins',
+      round: 1,
+      requestsPerSecond: during.requests.average,
+      p50: during.latency.p50,
+      p99: during.latency.p99,
+      errors: during.errors + during.timeouts + during.non2xx,
+      statementsPerRequest: NaN,
+      note: `${Math.round(stormResult.requests.average)} logins/s`,
+    });
+
+    // Memory: two consecutive soak runs of trainer(id).
+    const soak: { requests: number; rssMb: number }[] = [];
+    for (let i = 0; i < 2; i += 1) {
+      const result = await run(serviceBase, cases[1]!.requests, options.connections, options.soak);
+      soak.push({ requests: result.requests.total, rssMb: memory(service.pid!).rssMb });
+    }
+
+    const report: Report = {
+      when: new Date().toISOString(),
+      mode: quick ? 'quick (SQLite)' : 'full (MySQL)',
+      machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+      options: { ...options, out: undefined },
+      seedSeconds,
+      results,
+      soak,
+      memory: memory(service.pid!),
+    };
+    const stamp = report.when.replace(/[:.]/g, '-');
+    writeFileSync(join(options.out, `${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(join(options.out, `${stamp}.md`), renderMarkdown(report, `${stamp}.svg`));
+    writeFileSync(join(options.out, `${stamp}.svg`), renderChart(report));
+    process.stdout.write(`${renderTable(report)}\n`);
+    log(`wrote ${join(options.out, `${stamp}.{json,md,svg}`)}`);
+  } finally {
+    service.kill('SIGTERM');
+    baseline.kill('SIGTERM');
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

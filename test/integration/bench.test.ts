@@ -1,0 +1,47 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+/*
+ * The benchmark harness works end to end (`npm run bench -- --quick`, on SQLite, a few seconds
+ * per case). Timings are never asserted here; statement counts are, being exact.
+ */
+describe('npm run bench -- --quick', () => {
+  const out = mkdtempSync(join(tmpdir(), 'registry-bench-out-'));
+  afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+  it('measures every case against the baseline and writes JSON, Markdown and an SVG chart', async () => {
+    const root = join(__dirname, '..', '..');
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['-r', 'ts-node/register/transpile-only', 'bench/run.ts', '--quick', '--from-source', '--out', out],
+      { cwd: root, timeout: 170_000 },
+    );
+    const files = readdirSync(out).sort();
+    expect(files.map((f) => f.replace(/^.*\./, ''))).toEqual(['json', 'md', 'svg']);
+    const report = JSON.parse(readFileSync(join(out, files.find((f) => f.endsWith('.json'))!), 'utf8')) as {
+      results: { name: string; requestsPerSecond: number; statementsPerRequest: number; errors: number }[];
+      memory: { peakMb: number };
+    };
+    const byName = new Map(report.results.map((r) => [r.name, r]));
+    expect([...byName.keys()]).toEqual([
+      'baseline GET /trainer/:id',
+      'GraphQL trainer(id)',
+      'REST GET /trainer/:id',
+      'REST GET /trainer (list)',
+      'GraphQL trainers page 100 × creatures 10',
+      'GraphQL deep paging (offset n-20)',
+      'GraphQL createCreature + deleteCreature',
+      'GraphQL trainer(id) during 20 concurrent logins',
+    ]);
+    for (const result of report.results) {
+      expect([result.name, result.requestsPerSecond > 0, result.errors]).toEqual([result.name, true, 0]);
+    }
+    expect(byName.get('GraphQL trainers page 100 × creatures 10')!.statementsPerRequest).toBeLessThanOrEqual(4);
+    expect(report.memory.peakMb).toBeGreaterThan(0);
+    expect(stdout).toContain('x baseline');
+    expect(readFileSync(join(out, files.find((f) => f.endsWith('.svg'))!), 'utf8')).toMatch(/^<svg [^>]*>/);
+  }, 180_000);
+});
