@@ -45,10 +45,7 @@ export class AuthService {
     // No stored password has control characters; without this check scrypt would take
     // "secret\0" for "secret" (its HMAC pads keys with zero bytes).
     const trainer = credentials && matches && isCleanText(password) ? await this.trainers.findById(credentials.id) : null;
-    if (!trainer) {
-      await this.throttle.failed(email);
-      throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
-    }
+    if (!trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
     await this.throttle.succeeded(email);
     const { token, expiresAt } = this.tokens.issue(trainer.id);
     return { token, tokenType: 'Bearer', expiresAt, trainer };

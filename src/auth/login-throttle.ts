@@ -45,7 +45,12 @@ export class LoginThrottle {
     return createHash('sha256').update(normalizeEmail(email)).digest('base64url');
   }
 
-  /** Counts an attempt; RATE_LIMITED when the IP is over its rate or the email has failed too often. */
+  /**
+   * Counts an attempt, before any password is checked; RATE_LIMITED when the address is over
+   * its rate or the email has failed too often. Every attempt is taken as a failure up front,
+   * atomically (a consume, not a read then a write), so that guesses sent all at once cannot
+   * all slip through before any of them is counted; a success then clears the count.
+   */
   async attempt(email: string, ip: string): Promise<void> {
     try {
       await this.perIp.consume(ip);
@@ -53,15 +58,12 @@ export class LoginThrottle {
       if (error instanceof RateLimiterRes) throw rateLimited(error.msBeforeNext, 'login attempts from this address');
       throw error;
     }
-    const failures = await this.failures.get(this.key(email));
-    if (failures && failures.consumedPoints >= this.options.maxFailures) {
-      throw rateLimited(failures.msBeforeNext, 'failed logins for this account');
+    try {
+      await this.failures.consume(this.key(email));
+    } catch (error) {
+      if (error instanceof RateLimiterRes) throw rateLimited(error.msBeforeNext, 'failed logins for this account');
+      throw error;
     }
-  }
-
-  async failed(email: string): Promise<void> {
-    // Going over the limit here is expected: the next attempt() reports it.
-    await this.failures.penalty(this.key(email), 1);
   }
 
   async succeeded(email: string): Promise<void> {

@@ -120,8 +120,13 @@ export function errorLoggingPlugin(fallback: FastifyBaseLogger): ApolloServerPlu
       return {
         async didEncounterErrors({ errors, contextValue }) {
           for (const error of errors) {
+            // Errors without a path are about the request itself (parse, validation, limits,
+            // variables): the client's mistakes, not logged, all the more as graphql-js puts the
+            // variable's value (a password, say) in their message. Apollo marks its own failures
+            // outside execution (e.g. building the context) INTERNAL_SERVER_ERROR.
+            if (!error.path && error.extensions?.code !== 'INTERNAL_SERVER_ERROR') continue;
             const original = unwrapResolverError(error);
-            if (original instanceof AppError || (error instanceof GraphQLError && !error.originalError)) continue;
+            if (original instanceof AppError) continue;
             logIfUnexpected(contextValue?.log ?? fallback, original, toAppError(original));
           }
         },

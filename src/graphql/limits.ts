@@ -2,7 +2,7 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
-import { GraphQLError, type GraphQLSchema, type ValidationContext, type ValidationRule } from 'graphql';
+import { getVariableValues, GraphQLError, type GraphQLSchema, type ValidationContext, type ValidationRule } from 'graphql';
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 
 /** The contract's limits (CONTRACT.md, "Limits"). */
@@ -67,23 +67,28 @@ export function costLimitPlugin(schema: GraphQLSchema): ApolloServerPlugin {
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ document, request, operationName }) {
+        async didResolveOperation({ document, request, operationName, operation }) {
+          // Variables that do not fit their types: execution refuses them (BAD_USER_INPUT) before any resolver.
+          const coerced = getVariableValues(schema, operation?.variableDefinitions ?? [], request.variables ?? {}, { maxErrors: 1 });
+          if (coerced.errors) return;
           let cost: number;
           try {
             cost = getComplexity({
               schema,
               query: document,
-              variables: request.variables ?? {},
+              variables: coerced.coerced,
               operationName: operationName ?? undefined,
               estimators: [listLimitEstimator, simpleEstimator({ defaultComplexity: 1 })],
             });
           } catch {
-            // Variables that do not fit their types: execution refuses them (BAD_USER_INPUT) before any resolver.
-            return;
+            // graphql-query-complexity gives up on documents it cannot measure (e.g. fragments that
+            // spread each other into more than 10,000 nodes): refused, never let through unmeasured.
+            cost = Number.POSITIVE_INFINITY;
           }
           if (cost > LIMITS.cost) {
+            const measured = Number.isFinite(cost) ? `would cost ${cost}` : 'is too large to measure';
             throw new GraphQLError(
-              `This operation would cost ${cost}, more than the limit of ${LIMITS.cost} (a list costs its limit times its items)`,
+              `This operation ${measured}, more than the limit of ${LIMITS.cost} (a list costs its limit times its items)`,
               { extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } },
             );
           }

@@ -66,6 +66,13 @@ describe('GraphQL request limits', () => {
     await refused('{ trainers(limit: 100) { items { creatures(limit: 50) { id } } } }', {}, /cost/i);
   });
 
+  it('refuses a document whose fragments multiply past what can be measured, instead of letting it through', async () => {
+    const fragments = Array.from({ length: 13 }, (_, i) =>
+      i < 12 ? `fragment A${i} on Trainer { ...A${i + 1} ...A${i + 1} }` : `fragment A${i} on Trainer { id }`,
+    ).join(' ');
+    await refused(`{ trainers(limit: 100) { items { creatures(limit: 50) { id } } } me { ...A0 } } ${fragments}`, {}, /cost|measure/i);
+  });
+
   it('counts list limits given as variables', async () => {
     const query = 'query($t: Int!, $c: Int!) { trainers(limit: $t) { items { creatures(limit: $c) { id } } } }';
     await refused(query, { t: 100, c: 50 }, /cost/i);

@@ -61,6 +61,16 @@ describe.each(databases)('login throttling on %s', (kind) => {
     expect(rest.retryAfter).toBeGreaterThan(0);
   });
 
+  it('lets at most 5 of 20 guesses sent at once be checked, across both transports', async () => {
+    const { email } = await createTrainer(t.app);
+    const guesses = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? viaRest : viaGraphQL)(t.app, email, `wrong-${i}`, newAddress())),
+    );
+    expect(guesses.filter((g) => g.code === 'UNAUTHENTICATED')).toHaveLength(5);
+    expect(guesses.filter((g) => g.code === 'RATE_LIMITED')).toHaveLength(15);
+    expect((await viaRest(t.app, email, TEST_PASSWORD, newAddress())).code).toBe('RATE_LIMITED');
+  });
+
   it('leaves other emails alone', async () => {
     const victim = await createTrainer(t.app);
     const bystander = await createTrainer(t.app);
@@ -127,6 +137,17 @@ describe('two instances on one MySQL and one Redis', () => {
     for (let i = 0; i < 2; i += 1) expect((await viaRest(b, email, 'wrong-password', newAddress())).code).toBe('UNAUTHENTICATED');
     expect((await viaGraphQL(a, email, TEST_PASSWORD, newAddress())).code).toBe('RATE_LIMITED');
     expect((await viaRest(b, email, TEST_PASSWORD, newAddress())).code).toBe('RATE_LIMITED');
+  });
+
+  it('counts guesses sent at once to both instances together: 5 checked, the rest refused', async () => {
+    if (!reachable) return;
+    const [a, b] = instances!.apps as [FastifyInstance, FastifyInstance];
+    const { email } = await createTrainer(a);
+    const guesses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => (i % 2 ? viaRest(a, email, `w${i}`, newAddress()) : viaGraphQL(b, email, `w${i}`, newAddress()))),
+    );
+    expect(guesses.filter((g) => g.code === 'UNAUTHENTICATED')).toHaveLength(5);
+    expect(guesses.filter((g) => g.code === 'RATE_LIMITED')).toHaveLength(7);
   });
 
   it('shares the per-address limit across instances', async () => {

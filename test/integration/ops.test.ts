@@ -239,6 +239,28 @@ describe('logging of unexpected errors', () => {
   });
 });
 
+describe('logging of client mistakes', () => {
+  const lines: string[] = [];
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp('sqlite', { LOG_LEVEL: 'info', NODE_ENV: 'production' }, { logStream: { write: (line) => lines.push(line) } });
+  });
+  afterAll(async () => t.close());
+
+  it('logs no error for bad variables, syntax, validation or limits, and never the variables', async () => {
+    lines.length = 0;
+    await gql(t.app, 'mutation($i: RegisterTrainerInput!) { registerTrainer(input: $i) { id } }', {
+      i: { nickname: 'leaky', lastName: 'L', email: 'leak@example.test', password: 'RealisticSecret-77', team: 'VALOR' },
+    });
+    await gql(t.app, '{ me { id ');
+    await gql(t.app, '{ nope }');
+    await gql(t.app, `{ ${Array.from({ length: 31 }, (_, i) => `a${i}: __typename`).join(' ')} }`);
+    const levels = lines.map((l) => (JSON.parse(l) as { level: number }).level);
+    expect(levels.filter((level) => level >= 50)).toEqual([]);
+    expect(lines.join('\n')).not.toContain('RealisticSecret-77');
+  });
+});
+
 describe('production mode with GRAPHQL_INTROSPECTION=true', () => {
   let t: TestApp;
   beforeAll(async () => {
