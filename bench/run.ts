@@ -88,9 +88,10 @@ function start(command: string[], env: Record<string, string>, name: string): Ch
   return child;
 }
 
-async function waitFor(url: string, seconds = 120): Promise<void> {
+async function waitFor(url: string, child: ChildProcess, seconds = 120): Promise<void> {
   const deadline = Date.now() + seconds * 1000;
   while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${url}: the process exited (${child.exitCode})`);
     const status = await fetch(url).then((r) => r.status, () => 0);
     if (status === 200) return;
     await sleep(200);
@@ -166,6 +167,7 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'warn',
     // The login storm case measures hashing load, not the brute-force limit.
     LOGIN_IP_PER_MINUTE: '100000',
+    LOGIN_MAX_FAILURES: '1000',
     WORKERS: options.workers,
   }, 'service');
   const baseline = start(['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'], {
@@ -177,8 +179,8 @@ async function main(): Promise<void> {
   const baselineBase = `http://127.0.0.1:${baselinePort}`;
 
   try {
-    await waitFor(`${serviceBase}/readyz`);
-    await waitFor(`${baselineBase}/stats`);
+    await waitFor(`${serviceBase}/readyz`, service);
+    await waitFor(`${baselineBase}/stats`, baseline);
     const login = await fetch(`${serviceBase}/trainer/authenticate`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -8,7 +8,8 @@ import type { Config } from './config';
 import { createDataSource, type DataSourceExtras } from './db/data-source';
 import { DatabaseConnector } from './db/connector';
 import { registerGraphQL } from './graphql/plugin';
-import { clientErrorHandler, registerErrorHandlers, registerStrictJsonParser } from './http-errors';
+import { AppError } from './errors';
+import { clientErrorHandler, registerErrorHandlers, registerStrictJsonParser, sendError } from './http-errors';
 import { registerDocs } from './ops/docs';
 import { errorForLog } from './log';
 import { registerHealthRoutes } from './ops/health';
@@ -66,8 +67,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         ? (_address: string, hop: number) => hop < (config.trustProxy as number)
         : config.trustProxy,
     clientErrorHandler,
-    // Long path ids must reach validation (400 BAD_USER_INPUT), not the router's own 414.
-    routerOptions: { maxParamLength: 1024 },
+    // Long path ids must reach validation (400 BAD_USER_INPUT), not the router's own 414; Node's
+    // 16 KiB header limit bounds URLs anyway.
+    routerOptions: { maxParamLength: 16_384 },
+    // A malformed URL (bad percent-encoding) still gets a catalogue answer.
+    frameworkErrors: (error, request, reply) => {
+      sendError(request, reply, new AppError('BAD_USER_INPUT', error.message));
+    },
+    // Slow clients (slowloris) cannot hold a connection, or a shutdown, open for long.
+    requestTimeout: 15_000,
+    // While draining, requests already on open connections are served, not refused with a bare 503.
+    return503OnClosing: false,
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];

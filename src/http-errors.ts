@@ -30,17 +30,31 @@ export function toAppError(error: unknown): AppError {
     const fields = validationFields(fastifyError.validation);
     return new AppError('BAD_USER_INPUT', `Invalid input: ${fields.map((f) => `${f.field} ${f.message}`).join('; ')}`, fields);
   }
-  switch (fastifyError.statusCode) {
-    case 400:
-      return new AppError('BAD_USER_INPUT', fastifyError.message ?? 'Bad request');
+  // The client hung up while sending its body: nobody is left to answer, and nothing is wrong here.
+  if (fastifyError.code === 'ECONNRESET' || fastifyError.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
+    return new AppError('BAD_USER_INPUT', 'The request body was not received whole');
+  }
+  const status = fastifyError.statusCode ?? 500;
+  switch (status) {
+    case 401:
+      return new AppError('UNAUTHENTICATED', 'Authentication required');
+    case 403:
+      return new AppError('FORBIDDEN', 'Forbidden');
+    case 404:
+      return new AppError('NOT_FOUND', 'Not found');
+    case 405:
+      return new AppError('METHOD_NOT_ALLOWED', 'Method not allowed');
     case 413:
       return new AppError('PAYLOAD_TOO_LARGE', 'The request body is larger than the limit');
     case 415:
       return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json');
-    case 404:
-      return new AppError('NOT_FOUND', 'Not found');
+    case 429:
+      return new AppError('RATE_LIMITED', 'Too many requests');
     default:
-      return new AppError('INTERNAL_SERVER_ERROR', 'Internal server error');
+      // Any other 4xx a plugin raises (400, 414, 431...) is a request we cannot take.
+      return status >= 400 && status < 500
+        ? new AppError('BAD_USER_INPUT', fastifyError.message ?? 'Bad request')
+        : new AppError('INTERNAL_SERVER_ERROR', 'Internal server error');
   }
 }
 

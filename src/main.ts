@@ -20,7 +20,20 @@ async function main(): Promise<void> {
     runPrimary(config.workers);
     return;
   }
+  // A signal during start-up (before the app exists) ends the process at once, cleanly.
+  let signalled: string | undefined;
+  const early = (signal: string) => {
+    signalled = signal;
+  };
+  process.once('SIGTERM', early);
+  process.once('SIGINT', early);
   const app = await buildApp(config, { waitForDatabase: false });
+  if (signalled) {
+    await app.close();
+    process.exit(0);
+  }
+  process.removeListener('SIGTERM', early);
+  process.removeListener('SIGINT', early);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -34,6 +47,8 @@ async function main(): Promise<void> {
     force.unref();
     // Stop accepting after the delay; close() lets requests in flight finish, then closes the pools.
     const delay = new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+    // Whatever is still open 8.5 s in (a client trickling its body) is cut, so the exit stays clean.
+    setTimeout(() => app.server.closeAllConnections(), 8_500).unref();
     delay.then(() => app.close()).then(
       () => {
         app.log.info('shut down');
@@ -67,8 +82,9 @@ function runPrimary(workers: number): void {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
-  cluster.on('exit', (worker, code) => {
-    if (code !== 0) failed = true;
+  cluster.on('exit', (worker, code, signal) => {
+    // A worker ended by the signal passed on (before it could handle it) stopped as asked.
+    if (code !== 0 && !(stopping && signal)) failed = true;
     if (!stopping) {
       process.stderr.write(`worker ${worker.process.pid} exited (${code}); starting another\n`);
       cluster.fork();

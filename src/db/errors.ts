@@ -62,8 +62,16 @@ const UNAVAILABLE_CODES = new Set([
 ]);
 
 /** True when the database could not be reached or is shutting down: SERVICE_UNAVAILABLE, not a bug. */
+/** Socket codes that a client hanging up also produces: they mean the database only coming from the driver. */
+const SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
+
 export function isDatabaseUnavailable(error: unknown): boolean {
-  const code = driverError(error)?.code;
+  const e = driverError(error);
+  const code = e?.code;
+  if (code && SOCKET_CODES.has(code)) {
+    const fromDriver = error instanceof QueryFailedError || (e as { fatal?: unknown }).fatal === true;
+    if (!fromDriver) return false;
+  }
   if (code && UNAVAILABLE_CODES.has(code)) return true;
   const message = error instanceof Error ? error.message : '';
   // The pool or file is closed: the app is shutting down, or the database went away.

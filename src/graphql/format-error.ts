@@ -80,7 +80,9 @@ function shaped(
  * "Did you mean ...?" hints either, not even about enum values or input fields.
  */
 function clientMessage(message: string, isProduction: boolean): string {
-  const quiet = message.replace(/^(Variable "\$\w+" got invalid value) .*?((?: at "[\w.[\]]+")?; )(?=[A-Z])/s, '$1$2');
+  // graphql-armor's limit messages come as "Syntax Error: ...", which they are not.
+  const plain = message.replace(/^Syntax Error: (Query (?:depth|has))/, '$1');
+  const quiet = plain.replace(/^(Variable "\$\w+" got invalid value) .*?((?: at "[\w.[\]]+")?; )(?=[A-Z])/s, '$1$2');
   return isProduction ? quiet.replace(/\s*Did you mean [\s\S]*?\?(?=\s|$)/g, '') : quiet;
 }
 

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateOpenApi } from '../../scripts/emit-openapi';
@@ -178,6 +179,27 @@ describe.each(databases)('REST shim on %s', (kind) => {
     } finally {
       await t.app.dataSource.query('ALTER TABLE creature_moved RENAME TO creature');
     }
+  });
+
+  it('answers malformed URLs and very long ids with 400 problem+json', async () => {
+    expectProblem(await t.app.inject({ method: 'GET', url: '/trainer/%E0%A4%A', headers: auth(me) }), 400, 'BAD_USER_INPUT');
+    expectProblem(await t.app.inject({ method: 'GET', url: `/trainer/${'1'.repeat(1100)}`, headers: auth(me) }), 400, 'BAD_USER_INPUT');
+  });
+
+  it('answers a path escaping the docs folder with 403 FORBIDDEN, not a server error', async () => {
+    // Sent as is over a socket: inject() would tidy the dots away.
+    const address = new URL(await t.app.listen({ port: 0, host: '127.0.0.1' }));
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect({ port: Number(address.port), host: '127.0.0.1' }, () =>
+        socket.write('GET /docs/static/../package.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      );
+      let data = '';
+      socket.on('data', (chunk) => (data += chunk.toString()));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 403 /);
+    expect(raw).toContain('"code":"FORBIDDEN"');
   });
 
   it('answers an unknown path with 404 problem+json', async () => {
