@@ -243,7 +243,7 @@ async function main(): Promise<void> {
         const before = await counters(serviceBase);
         const result = await run(base, spec.requests, options.connections, options.duration);
         // Requests still in flight when autocannon stops are answered (and counted) a moment later.
-        await sleep(300);
+        await sleep(Math.max(300, 2 * result.latency.p99));
         const after = await counters(serviceBase);
         const answered = after.requests - before.requests;
         const statements = spec.target === 'baseline' ? 1 : answered ? (after.statements - before.statements) / answered : 0;
