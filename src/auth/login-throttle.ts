@@ -27,7 +27,7 @@ export class LoginThrottle {
   private readonly perIp: RateLimiterAbstract;
   private readonly failures: RateLimiterAbstract;
 
-  constructor(private readonly options: LoginThrottleOptions) {
+  constructor(options: LoginThrottleOptions) {
     const ip = { keyPrefix: 'login:ip', points: options.ipPerMinute, duration: 60 };
     const failures = { keyPrefix: 'login:fail', points: options.maxFailures, duration: options.windowSeconds };
     if (options.redis) {

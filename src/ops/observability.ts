@@ -44,7 +44,8 @@ export function registerObservability(app: FastifyInstance, dataSource: DataSour
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  const pool = new Gauge({
+  // Registered on creation; read on every scrape.
+  new Gauge({
     name: 'db_pool_connections',
     help: 'Database pool connections by state (MySQL)',
     labelNames: ['state'] as const,
@@ -57,8 +58,7 @@ export function registerObservability(app: FastifyInstance, dataSource: DataSour
       this.set({ state: 'waiting' }, raw?._connectionQueue?.length ?? 0);
     },
   });
-  void pool;
-  const sent = new Counter({
+  new Counter({
     name: 'db_statements_total',
     help: 'SQL statements sent to the database',
     registers: [registry],
@@ -67,7 +67,6 @@ export function registerObservability(app: FastifyInstance, dataSource: DataSour
       this.inc(statements.count);
     },
   });
-  void sent;
 
   const seenOperations = new Set<string>();
   const operationLabel = (request: FastifyRequest): string => {
