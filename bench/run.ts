@@ -31,6 +31,8 @@ const { values: args } = parseArgs({
     // Run the service from src/ through ts-node instead of the dist/ build (the test suite does).
     'from-source': { type: 'boolean', default: false },
     out: { type: 'string' },
+    // Only the cases whose names contain this text (and the baseline), without the storm and soak: for iterating.
+    only: { type: 'string' },
   },
 });
 
@@ -237,8 +239,9 @@ async function main(): Promise<void> {
     ];
 
     const results: CaseResult[] = [];
+    const selected = args.only ? cases.filter((c) => c.target === 'baseline' || c.name.includes(args.only!)) : cases;
     for (let round = 1; round <= options.rounds; round += 1) {
-      for (const spec of cases) {
+      for (const spec of selected) {
         const base = spec.target === 'service' ? serviceBase : baselineBase;
         const before = await counters(serviceBase);
         const result = await run(base, spec.requests, options.connections, options.duration);
@@ -260,6 +263,10 @@ async function main(): Promise<void> {
       }
     }
 
+    if (args.only) {
+      process.stdout.write(`${results.map((r) => `${r.name}: ${Math.round(r.requestsPerSecond)} req/s p50 ${r.p50} p99 ${r.p99} SQL/req ${r.statementsPerRequest}`).join('\n')}\n`);
+      return;
+    }
     // trainer(id) while 20 logins hash at once.
     const storm = run(serviceBase, [{ method: 'POST', path: '/trainer/authenticate', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench2@bench.test', password: BENCH_PASSWORD }) }], 20, options.duration + 1);
     await sleep(500);

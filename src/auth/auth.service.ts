@@ -21,6 +21,11 @@ export interface RequestAuth {
   viewer(): Promise<Trainer | null>;
   /** The calling trainer, or UNAUTHENTICATED. */
   requireViewer(): Promise<Trainer>;
+  /**
+   * The trainer id of a valid token, or UNAUTHENTICATED, without asking the database: for
+   * reads that check the trainer still exists in their own statement (or batch).
+   */
+  requireTokenId(): number;
 }
 
 export class AuthService {
@@ -56,13 +61,24 @@ export class AuthService {
    * so that the viewer also answers `me` and its own `Creature.trainer` without another query.
    */
   forRequest(authorization: string | undefined, findTrainer: (id: number) => Promise<Trainer | null>): RequestAuth {
+    let tokenId: number | null | undefined;
+    const verifiedId = (): number | null => {
+      if (tokenId === undefined) {
+        const token = bearerToken(authorization);
+        tokenId = (token === undefined ? undefined : this.tokens.verify(token)) ?? null;
+      }
+      return tokenId;
+    };
+    const refused = () =>
+      new AppError(
+        'UNAUTHENTICATED',
+        authorization ? 'Invalid or expired token' : 'Authentication required: send Authorization: Bearer <token>',
+      );
     let resolved: Promise<Trainer | null> | undefined;
     const viewer = (): Promise<Trainer | null> => {
-      resolved ??= (async () => {
-        const token = bearerToken(authorization);
-        const id = token === undefined ? undefined : this.tokens.verify(token);
-        return id === undefined ? null : findTrainer(id);
-      })();
+      if (resolved) return resolved;
+      const id = verifiedId();
+      resolved = id === null ? Promise.resolve(null) : findTrainer(id);
       return resolved;
     };
     return {
@@ -70,10 +86,12 @@ export class AuthService {
       async requireViewer() {
         const trainer = await viewer();
         if (trainer) return trainer;
-        throw new AppError(
-          'UNAUTHENTICATED',
-          authorization ? 'Invalid or expired token' : 'Authentication required: send Authorization: Bearer <token>',
-        );
+        throw refused();
+      },
+      requireTokenId() {
+        const id = verifiedId();
+        if (id === null) throw refused();
+        return id;
       },
     };
   }

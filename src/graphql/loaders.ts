@@ -11,13 +11,29 @@ export class Loaders {
   readonly trainerById: DataLoader<number, Trainer | null>;
   readonly creatureCount: DataLoader<number, number>;
   private readonly creaturePages = new Map<string, DataLoader<number, Creature[]>>();
+  /** Trainers of the pending batch whose `creaturesOwned` the query asks for. */
+  private readonly countWanted = new Set<number>();
 
   constructor(private readonly services: Services) {
     this.trainerById = new DataLoader(async (ids) => {
-      const found = new Map((await services.trainers.findByIds(ids)).map((t) => [t.id, t]));
+      const countFor = ids.filter((id) => this.countWanted.delete(id));
+      const found = new Map<number, Trainer>();
+      for (const { trainer, creaturesOwned } of await services.trainers.findByIds(ids, countFor)) {
+        found.set(trainer.id, trainer);
+        if (creaturesOwned !== undefined) this.creatureCount.prime(trainer.id, creaturesOwned);
+      }
       return ids.map((id) => found.get(id) ?? null);
     });
     this.creatureCount = new DataLoader((ids) => services.trainers.creatureCounts(ids));
+  }
+
+  /**
+   * A trainer whose `creaturesOwned` is wanted too: the count comes in the same statement as
+   * the trainer (when the trainer is not already loaded).
+   */
+  trainerWithCount(id: number): Promise<Trainer | null> {
+    this.countWanted.add(id);
+    return this.trainerById.load(id);
   }
 
   /** The loader of one page shape: fields asking for different pages are batched separately. */

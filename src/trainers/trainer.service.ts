@@ -3,6 +3,7 @@ import { hashPassword } from '../auth/password';
 import { normalizeEmail, normalizeText } from '../common/text';
 import type { Page } from '../common/args';
 import { uniqueViolation } from '../db/errors';
+import { placeholders, sqlDate, sqlInt } from '../db/rows';
 import { AppError } from '../errors';
 import type { Team } from './team';
 import { Creature } from '../creatures/creature.entity';
@@ -22,6 +23,40 @@ export interface TrainerProfile {
   readonly trainer: Trainer;
   readonly creaturesOwned: number;
   readonly email: string | null;
+}
+
+/** A trainer as the hand-written reads select it (everything but the password hash). */
+interface TrainerRow {
+  id: number | string;
+  nickname: string;
+  firstName: string;
+  lastName: string;
+  email: string;
+  team: Team;
+  createdAt: Date | string;
+  creaturesOwned?: number | string | null;
+}
+
+const TRAINER_COLUMNS = 't.id, t.nickname, t.first_name AS firstName, t.last_name AS lastName, t.email, t.team, t.created_at AS createdAt';
+/** Counted through the (trainer_id) index: only that trainer's index entries are read. */
+const CREATURE_COUNT = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id)';
+
+function toTrainer(row: TrainerRow): Trainer {
+  const trainer = new Trainer();
+  trainer.id = sqlInt(row.id);
+  trainer.nickname = row.nickname;
+  trainer.firstName = row.firstName;
+  trainer.lastName = row.lastName;
+  trainer.email = row.email;
+  trainer.team = row.team;
+  trainer.createdAt = sqlDate(row.createdAt);
+  return trainer;
+}
+
+/** A trainer and, when the statement counted them, its creatures. */
+export interface TrainerWithCount {
+  readonly trainer: Trainer;
+  readonly creaturesOwned: number | undefined;
 }
 
 /** The privacy rule for emails: a trainer's email is shown to that trainer only. */
@@ -69,18 +104,41 @@ export class TrainerService {
     return trainer;
   }
 
-  findById(id: number): Promise<Trainer | null> {
-    return this.repo.findOneBy({ id });
+  /*
+   * Reads on the hot paths are hand-written SQL through the DataSource (still counted and timed
+   * by its logger): the ORM's query building and hydration cost more than the statement itself.
+   */
+  private async select(sql: string, params: unknown[]): Promise<TrainerRow[]> {
+    return (await this.dataSource.query(sql, params)) as TrainerRow[];
+  }
+
+  async findById(id: number): Promise<Trainer | null> {
+    const [row] = await this.select(`SELECT ${TRAINER_COLUMNS} FROM trainer t WHERE t.id = ?`, [id]);
+    return row ? toTrainer(row) : null;
   }
 
   async getById(id: number): Promise<Trainer> {
-    const trainer = await this.repo.findOneBy({ id });
+    const trainer = await this.findById(id);
     if (!trainer) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
     return trainer;
   }
 
-  findByIds(ids: readonly number[]): Promise<Trainer[]> {
-    return this.repo.findBy({ id: In([...ids]) });
+  /**
+   * Trainers by id in one statement, in no particular order; those in `countFor` come with
+   * their creature count from the same statement (a trainer read and its `creaturesOwned`
+   * are then one round trip).
+   */
+  async findByIds(ids: readonly number[], countFor: readonly number[] = []): Promise<TrainerWithCount[]> {
+    if (ids.length === 0) return [];
+    const counted = countFor.length === 0 ? '' : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
+    const rows = await this.select(
+      `SELECT ${TRAINER_COLUMNS}${counted} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
+      [...countFor, ...ids],
+    );
+    return rows.map((row) => ({
+      trainer: toTrainer(row),
+      creaturesOwned: row.creaturesOwned === null || row.creaturesOwned === undefined ? undefined : sqlInt(row.creaturesOwned),
+    }));
   }
 
   /** The id and password hash for an email, for authentication only. */
@@ -91,9 +149,20 @@ export class TrainerService {
     });
   }
 
+  /**
+   * A page by id. The skipped rows are walked in the derived table, which reads ids only; whole
+   * rows are read for the page itself (a "deferred join": deep offsets stay cheap).
+   */
   async page(limit: number, offset: number): Promise<Page<Trainer>> {
-    const items = await this.repo.find({ order: { id: 'ASC' }, take: limit, skip: offset });
-    return { items, limit, offset };
+    const rows = await this.pageRows(limit, offset, false);
+    return { items: rows.map(toTrainer), limit, offset };
+  }
+
+  private pageRows(limit: number, offset: number, withCounts: boolean): Promise<TrainerRow[]> {
+    return this.select(
+      `SELECT ${TRAINER_COLUMNS}${withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : ''} FROM trainer t JOIN (SELECT id FROM trainer ORDER BY id LIMIT ? OFFSET ?) p ON p.id = t.id ORDER BY t.id`,
+      [limit, offset],
+    );
   }
 
   count(): Promise<number> {
@@ -114,17 +183,29 @@ export class TrainerService {
     return trainerIds.map((id) => counts.get(id) ?? 0);
   }
 
-  /** One trainer as `viewerId` sees it; NOT_FOUND when there is none. */
+  /**
+   * One trainer with its count as the caller `viewerId` sees it, in one statement that also
+   * checks the caller still exists: UNAUTHENTICATED when it does not (its token outlived it),
+   * NOT_FOUND when there is no such trainer.
+   */
   async profile(id: number, viewerId: number): Promise<TrainerProfile> {
-    const [trainer, [creaturesOwned]] = await Promise.all([this.getById(id), this.creatureCounts([id])]);
-    return { trainer, creaturesOwned: creaturesOwned!, email: visibleEmail(trainer, viewerId) };
+    const [row] = (await this.dataSource.query(
+      `SELECT ${TRAINER_COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned FROM trainer v LEFT JOIN trainer t ON t.id = ? WHERE v.id = ?`,
+      [id, viewerId],
+    )) as (Omit<TrainerRow, 'id'> & { id: TrainerRow['id'] | null })[];
+    if (!row) throw new AppError('UNAUTHENTICATED', 'Invalid or expired token');
+    if (row.id === null) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
+    const trainer = toTrainer({ ...row, id: row.id });
+    return { trainer, creaturesOwned: sqlInt(row.creaturesOwned ?? 0), email: visibleEmail(trainer, viewerId) };
   }
 
-  /** A page of trainers as `viewerId` sees them, with the total: three statements whatever the page size. */
+  /** A page of trainers with their counts as `viewerId` sees them, and the total: two statements whatever the page size. */
   async profilePage(limit: number, offset: number, viewerId: number): Promise<Page<TrainerProfile> & { totalCount: number }> {
-    const [page, totalCount] = await Promise.all([this.page(limit, offset), this.count()]);
-    const counts = await this.creatureCounts(page.items.map((t) => t.id));
-    const items = page.items.map((trainer, i) => ({ trainer, creaturesOwned: counts[i]!, email: visibleEmail(trainer, viewerId) }));
+    const [rows, totalCount] = await Promise.all([this.pageRows(limit, offset, true), this.count()]);
+    const items = rows.map((row) => {
+      const trainer = toTrainer(row);
+      return { trainer, creaturesOwned: sqlInt(row.creaturesOwned ?? 0), email: visibleEmail(trainer, viewerId) };
+    });
     return { items, totalCount, limit, offset };
   }
 }

@@ -37,4 +37,35 @@ describe.each(databases)('relation batching on %s', (kind) => {
     expect(large.count).toBe(small.count);
     for (const item of large.items) expect(item.creatures).toHaveLength(item.creaturesOwned);
   });
+
+  it('reads trainer(id) with creaturesOwned and checks the caller in one statement', async () => {
+    const { trainer } = await createTrainer(t.app);
+    await createCreature(t.app, trainer.id, { name: 'one' });
+    await createCreature(t.app, trainer.id, { name: 'two' });
+    statements.length = 0;
+    const res = await gql(t.app, 'query($id: ID!) { trainer(id: $id) { id nickname creaturesOwned } }', { id: String(trainer.id) }, viewer.token);
+    expect(res.errors).toBeUndefined();
+    expect(res.data.trainer).toEqual({ id: String(trainer.id), nickname: trainer.nickname, creaturesOwned: 2 });
+    expect(statements).toHaveLength(1);
+  });
+
+  it('answers REST GET /trainer/:id, count and caller check included, in one statement', async () => {
+    const { trainer } = await createTrainer(t.app);
+    await createCreature(t.app, trainer.id, { name: 'solo' });
+    statements.length = 0;
+    const res = await t.app.inject({ method: 'GET', url: `/trainer/${trainer.id}`, headers: { authorization: `Bearer ${viewer.token}` } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ id: trainer.id, creaturesOwned: 1 });
+    expect(statements).toHaveLength(1);
+  });
+
+  it('does not count every trainer when a page does not ask for totalCount', async () => {
+    statements.length = 0;
+    const res = await gql(t.app, '{ trainers(limit: 5, offset: 100) { items { id } } }', {}, viewer.token);
+    expect(res.errors).toBeUndefined();
+    expect(res.data.trainers.items).toHaveLength(5);
+    // The caller and the page; no COUNT over the trainer table.
+    expect(statements).toHaveLength(2);
+    expect(statements.filter((sql) => /COUNT\(\*\)/i.test(sql))).toEqual([]);
+  });
 });

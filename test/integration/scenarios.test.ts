@@ -266,8 +266,13 @@ describe.each(databases)('on %s', (kind) => {
 
       it('answers UNAUTHENTICATED to the token of a trainer that was deleted', async () => {
         const gone = await createTrainer(t.app);
+        const other = await createTrainer(t.app);
         await trainers().delete({ id: gone.trainer.id });
         expectFailure(api, await api.listTrainers(gone.token, {}), 'UNAUTHENTICATED');
+        // Single-trainer reads check the caller in the same statement as the lookup.
+        expectFailure(api, await api.getTrainer(gone.token, String(other.trainer.id)), 'UNAUTHENTICATED');
+        expectFailure(api, await api.getTrainer(gone.token, String(gone.trainer.id)), 'UNAUTHENTICATED');
+        expectFailure(api, await api.getTrainer(gone.token, '2147483647'), 'UNAUTHENTICATED');
       });
     });
   });
