@@ -239,7 +239,8 @@ async function main(): Promise<void> {
     ];
 
     const results: CaseResult[] = [];
-    const selected = args.only ? cases.filter((c) => c.target === 'baseline' || c.name.includes(args.only!)) : cases;
+    const wanted = (name: string) => !args.only || name.includes(args.only);
+    const selected = cases.filter((c) => c.target === 'baseline' || wanted(c.name));
     for (let round = 1; round <= options.rounds; round += 1) {
       for (const spec of selected) {
         const base = spec.target === 'service' ? serviceBase : baselineBase;
@@ -263,17 +264,15 @@ async function main(): Promise<void> {
       }
     }
 
-    if (args.only) {
-      process.stdout.write(`${results.map((r) => `${r.name}: ${Math.round(r.requestsPerSecond)} req/s p50 ${r.p50} p99 ${r.p99} SQL/req ${r.statementsPerRequest}`).join('\n')}\n`);
-      return;
-    }
     // trainer(id) while 20 logins hash at once.
+    const STORM = 'GraphQL trainer(id) during 20 concurrent logins';
+    if (wanted(STORM)) {
     const storm = run(serviceBase, [{ method: 'POST', path: '/trainer/authenticate', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench2@bench.test', password: BENCH_PASSWORD }) }], 20, options.duration + 1);
     await sleep(500);
     const during = await run(serviceBase, cases[1]!.requests, options.connections, options.duration);
     const stormResult = await storm;
     results.push({
-      name: 'GraphQL trainer(id) during 20 concurrent logins',
+      name: STORM,
       round: 1,
       requestsPerSecond: during.requests.average,
       p50: during.latency.p50,
@@ -282,6 +281,11 @@ async function main(): Promise<void> {
       statementsPerRequest: NaN,
       note: `${Math.round(stormResult.requests.average)} logins/s`,
     });
+    }
+    if (args.only) {
+      process.stdout.write(`${results.map((r) => `${r.name}: ${Math.round(r.requestsPerSecond)} req/s p50 ${r.p50} p99 ${r.p99} SQL/req ${r.statementsPerRequest} ${r.note ?? ''}`).join('\n')}\n`);
+      return;
+    }
 
     // Memory: two consecutive soak runs of trainer(id).
     const soak: { requests: number; rssMb: number }[] = [];
