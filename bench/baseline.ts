@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import Fastify from 'fastify';
 import jwt from 'jsonwebtoken';
 import { createPool } from 'mysql2/promise';
+import { createSecretKey } from 'node:crypto';
 
 const SQL = `SELECT t.id, t.nickname, t.first_name AS firstName, t.last_name AS lastName, t.team, t.created_at AS createdAt,
   (SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id) AS creaturesOwned,
@@ -25,7 +26,8 @@ interface Row {
 
 async function main(): Promise<void> {
   const url = process.env.DATABASE_URL ?? '';
-  const secret = process.env.JWT_SECRET ?? '';
+  // A KeyObject, as the service uses: from a string, jsonwebtoken would try to parse a PEM key on every call.
+  const secret = createSecretKey(Buffer.from(process.env.JWT_SECRET ?? '', 'utf8'));
   let statements = 0;
   let lookup: (callerId: number, id: number) => Promise<Row | undefined>;
   if (url.startsWith('sqlite:')) {

@@ -61,6 +61,9 @@ export function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras =
     // is away: connecting, each statement (mysql2 drops the connection when it runs out), and
     // the queue for a free connection.
     connectTimeout: 3000,
+    // No stack captured for every statement (a measurable share of CPU on hot reads); our
+    // errors never show driver stacks anyway.
+    trace: false,
     enableQueryTimeout: true,
     poolSize: 10,
     extra: { enableKeepAlive: true, keepAliveInitialDelay: 10_000, maxIdle: 10, idleTimeout: 60_000, queueLimit: 500 },

@@ -1,3 +1,6 @@
+import type { DataSource } from 'typeorm';
+import { isMysql, QUERY_TIMEOUT_MS } from './data-source';
+
 /*
  * Helpers for the hand-written reads on hot paths (trainer lookups, pages): the same SQL runs on
  * MySQL/MariaDB and SQLite, so it uses unquoted identifiers and `?` placeholders only.
@@ -17,3 +20,30 @@ export function sqlDate(value: Date | string): Date {
 
 /** COUNT(*) and integer columns: MySQL may answer them as strings (BIGINT), SQLite as numbers. */
 export const sqlInt = (value: number | string | bigint): number => Number(value);
+
+interface RawPool {
+  query(options: { sql: string; values: unknown[]; timeout: number }, callback: (error: Error | null, rows: unknown) => void): void;
+}
+
+/**
+ * Rows of one SELECT. On MySQL it goes straight to the driver's pool: TypeORM's query runner
+ * (a runner, a connection checkout, a promise wrapper per statement) cost more CPU than the
+ * statement's own round trip (node --cpu-prof). It is still reported to the DataSource's logger,
+ * so statement counts and slow-statement warnings stay the same, and bounded by the same timeout.
+ */
+export function selectRows<T>(dataSource: DataSource, sql: string, params: unknown[]): Promise<T[]> {
+  if (!isMysql(dataSource)) return dataSource.query(sql, params) as Promise<T[]>;
+  const pool = (dataSource.driver as unknown as { pool?: RawPool }).pool;
+  if (!pool) return dataSource.query(sql, params) as Promise<T[]>;
+  const logger = dataSource.logger;
+  logger.logQuery(sql);
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    pool.query({ sql, values: params, timeout: QUERY_TIMEOUT_MS }, (error, rows) => {
+      const elapsed = performance.now() - started;
+      if (elapsed > QUERY_TIMEOUT_MS) logger.logQuerySlow(Math.round(elapsed), sql);
+      if (error) reject(error);
+      else resolve(rows as T[]);
+    });
+  });
+}

@@ -1,5 +1,5 @@
 import { ApolloServer } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import fastifyApollo from '@as-integrations/fastify';
 import type { FastifyInstance } from 'fastify';
@@ -37,6 +37,9 @@ export async function registerGraphQL(app: FastifyInstance, config: Config, serv
         },
       },
       costLimitPlugin(schema),
+      // The schema has no @cacheControl hints and every answer depends on the caller's token: the
+      // default plugin would only wrap every field's resolution to compute `no-store` hints.
+      ApolloServerPluginCacheControlDisabled(),
       errorLoggingPlugin(app.log),
       config.sandbox
         ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false })

@@ -3,7 +3,7 @@ import { hashPassword } from '../auth/password';
 import { normalizeEmail, normalizeText } from '../common/text';
 import type { Page } from '../common/args';
 import { uniqueViolation } from '../db/errors';
-import { placeholders, sqlDate, sqlInt } from '../db/rows';
+import { placeholders, selectRows, sqlDate, sqlInt } from '../db/rows';
 import { AppError } from '../errors';
 import type { Team } from './team';
 import { Creature } from '../creatures/creature.entity';
@@ -108,8 +108,8 @@ export class TrainerService {
    * Reads on the hot paths are hand-written SQL through the DataSource (still counted and timed
    * by its logger): the ORM's query building and hydration cost more than the statement itself.
    */
-  private async select(sql: string, params: unknown[]): Promise<TrainerRow[]> {
-    return (await this.dataSource.query(sql, params)) as TrainerRow[];
+  private select(sql: string, params: unknown[]): Promise<TrainerRow[]> {
+    return selectRows<TrainerRow>(this.dataSource, sql, params);
   }
 
   async findById(id: number): Promise<Trainer | null> {
@@ -189,10 +189,11 @@ export class TrainerService {
    * NOT_FOUND when there is no such trainer.
    */
   async profile(id: number, viewerId: number): Promise<TrainerProfile> {
-    const [row] = (await this.dataSource.query(
+    const [row] = await selectRows<Omit<TrainerRow, 'id'> & { id: TrainerRow['id'] | null }>(
+      this.dataSource,
       `SELECT ${TRAINER_COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned FROM trainer v LEFT JOIN trainer t ON t.id = ? WHERE v.id = ?`,
       [id, viewerId],
-    )) as (Omit<TrainerRow, 'id'> & { id: TrainerRow['id'] | null })[];
+    );
     if (!row) throw new AppError('UNAUTHENTICATED', 'Invalid or expired token');
     if (row.id === null) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
     const trainer = toTrainer({ ...row, id: row.id });
