@@ -3,7 +3,7 @@ import { Args, ArgsType, Ctx, Field, Mutation, ObjectType, Resolver } from 'type
 import type { GraphQLContext } from '../graphql/context';
 import { Trainer } from '../trainers/trainer.entity';
 
-@ObjectType({ description: 'What a successful authentication returns.' })
+@ObjectType({ description: 'What a successful authentication returns.', simpleResolvers: true })
 export class AuthPayload {
   @Field({ description: 'A JWT to send as `Authorization: Bearer <token>`.' })
   token!: string;

@@ -3,7 +3,7 @@ import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn, t
 import type { Trainer } from '../trainers/trainer.entity';
 
 /** A creature owned by exactly one trainer. `trainer` is a GraphQL field of CreatureResolver. */
-@ObjectType({ description: 'A creature owned by exactly one trainer.' })
+@ObjectType({ description: 'A creature owned by exactly one trainer.', simpleResolvers: true })
 @Entity({ name: 'creature' })
 @Index('UQ_creature_trainer_name', ['trainerId', 'nameKey'], { unique: true })
 export class Creature {

@@ -7,7 +7,7 @@ import { Team } from './team';
  * A registered trainer. `email`, `creaturesOwned` and `creatures` are GraphQL fields
  * defined by TrainerResolver, because they depend on the caller or need batching.
  */
-@ObjectType({ description: 'A registered trainer. The password is never exposed.' })
+@ObjectType({ description: 'A registered trainer. The password is never exposed.', simpleResolvers: true })
 @Entity({ name: 'trainer' })
 @Index('UQ_trainer_nickname_key', ['nicknameKey'], { unique: true })
 @Index('UQ_trainer_email', ['email'], { unique: true })

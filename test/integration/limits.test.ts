@@ -77,6 +77,26 @@ describe('GraphQL request limits', () => {
     const query = 'query($t: Int!, $c: Int!) { trainers(limit: $t) { items { creatures(limit: $c) { id } } } }';
     await refused(query, { t: 100, c: 50 }, /cost/i);
     expect((await ask(query, { t: 10, c: 50 })).errors).toBeUndefined();
+    // The same document again, after its cost was remembered for other values.
+    await refused(query, { t: 100, c: 50 }, /cost/i);
+    await refused(query, { t: 50, c: 101 }, /cost|between/i);
+    await refused(query, { c: 50, t: 100 }, /cost/i);
+  });
+
+  it('measures skipped parts by their directive variables, each time they change', async () => {
+    const query = 'query($big: Boolean!) { trainers(limit: 100) { items { creatures(limit: 50) @include(if: $big) { id } } } }';
+    expect((await ask(query, { big: false })).errors).toBeUndefined();
+    await refused(query, { big: true }, /cost/i);
+    expect((await ask(query, { big: false })).errors).toBeUndefined();
+  });
+
+  it('measures the operation that is run when a document holds several', async () => {
+    const query = 'query Small { me { id } } query Big { trainers(limit: 100) { items { creatures(limit: 50) { id } } } }';
+    const send = (operationName: string) =>
+      t.app.inject({ method: 'POST', url: '/graphql', headers: { authorization: `Bearer ${me.token}`, 'content-type': 'application/json' }, payload: { query, operationName } });
+    expect((await send('Small')).json().errors).toBeUndefined();
+    expect((await send('Big')).json().errors?.[0]?.message).toMatch(/cost/i);
+    expect((await send('Small')).json().errors).toBeUndefined();
   });
 
   it('accepts a page of 100 trainers with 10 creatures each', async () => {
