@@ -21,8 +21,10 @@ export function sqlDate(value: Date | string): Date {
 /** COUNT(*) and integer columns: MySQL may answer them as strings (BIGINT), SQLite as numbers. */
 export const sqlInt = (value: number | string | bigint): number => Number(value);
 
+type RawCallback = (error: Error | null, rows: unknown) => void;
 interface RawPool {
-  query(options: { sql: string; values: unknown[]; timeout: number }, callback: (error: Error | null, rows: unknown) => void): void;
+  query(options: { sql: string; values: unknown[]; timeout: number }, callback: RawCallback): void;
+  execute(options: { sql: string; values: unknown[]; timeout: number }, callback: RawCallback): void;
 }
 
 /**
@@ -30,8 +32,10 @@ interface RawPool {
  * (a runner, a connection checkout, a promise wrapper per statement) cost more CPU than the
  * statement's own round trip (node --cpu-prof). It is still reported to the DataSource's logger,
  * so statement counts and slow-statement warnings stay the same, and bounded by the same timeout.
+ * `prepared` statements (fixed-shape lookups; not LIMIT, which MySQL 8 refuses as a bound
+ * double) are parsed once per connection, which saves the database's CPU on every call after.
  */
-export function selectRows<T>(dataSource: DataSource, sql: string, params: unknown[]): Promise<T[]> {
+export function selectRows<T>(dataSource: DataSource, sql: string, params: unknown[], { prepared = false } = {}): Promise<T[]> {
   if (!isMysql(dataSource)) return dataSource.query(sql, params) as Promise<T[]>;
   const pool = (dataSource.driver as unknown as { pool?: RawPool }).pool;
   if (!pool) return dataSource.query(sql, params) as Promise<T[]>;
@@ -39,11 +43,14 @@ export function selectRows<T>(dataSource: DataSource, sql: string, params: unkno
   logger.logQuery(sql);
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    pool.query({ sql, values: params, timeout: QUERY_TIMEOUT_MS }, (error, rows) => {
+    const done: RawCallback = (error, rows) => {
       const elapsed = performance.now() - started;
       if (elapsed > QUERY_TIMEOUT_MS) logger.logQuerySlow(Math.round(elapsed), sql);
       if (error) reject(error);
       else resolve(rows as T[]);
-    });
+    };
+    const options = { sql, values: params, timeout: QUERY_TIMEOUT_MS };
+    if (prepared) pool.execute(options, done);
+    else pool.query(options, done);
   });
 }

@@ -108,12 +108,12 @@ export class TrainerService {
    * Reads on the hot paths are hand-written SQL through the DataSource (still counted and timed
    * by its logger): the ORM's query building and hydration cost more than the statement itself.
    */
-  private select(sql: string, params: unknown[]): Promise<TrainerRow[]> {
-    return selectRows<TrainerRow>(this.dataSource, sql, params);
+  private select(sql: string, params: unknown[], prepared = false): Promise<TrainerRow[]> {
+    return selectRows<TrainerRow>(this.dataSource, sql, params, { prepared });
   }
 
   async findById(id: number): Promise<Trainer | null> {
-    const [row] = await this.select(`SELECT ${TRAINER_COLUMNS} FROM trainer t WHERE t.id = ?`, [id]);
+    const [row] = await this.select(`SELECT ${TRAINER_COLUMNS} FROM trainer t WHERE t.id = ?`, [id], true);
     return row ? toTrainer(row) : null;
   }
 
@@ -134,6 +134,7 @@ export class TrainerService {
     const rows = await this.select(
       `SELECT ${TRAINER_COLUMNS}${counted} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
       [...countFor, ...ids],
+      true,
     );
     return rows.map((row) => ({
       trainer: toTrainer(row),
@@ -193,6 +194,7 @@ export class TrainerService {
       this.dataSource,
       `SELECT ${TRAINER_COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned FROM trainer v LEFT JOIN trainer t ON t.id = ? WHERE v.id = ?`,
       [id, viewerId],
+      { prepared: true },
     );
     if (!row) throw new AppError('UNAUTHENTICATED', 'Invalid or expired token');
     if (row.id === null) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
