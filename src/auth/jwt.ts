@@ -6,6 +6,8 @@ import { parseId } from '../common/validation';
 export const JWT_ISSUER = 'creature-registry';
 export const JWT_AUDIENCE = 'creature-registry';
 const ALGORITHM = 'HS256';
+/** How many verified tokens are remembered (about 3 MB at most). */
+const VERIFIED_TOKENS = 10_000;
 
 export interface IssuedToken {
   readonly token: string;
@@ -19,6 +21,12 @@ export class TokenIssuer {
    * of a GraphQL trainer(id) (node --cpu-prof).
    */
   private readonly secret: KeyObject;
+  /**
+   * Tokens already verified, with their trainer and expiry: a client sends the same token with
+   * every request for its lifetime, and the signature of that exact string cannot change. The
+   * expiry is still checked on every use. Bounded (oldest out first).
+   */
+  private readonly verified = new Map<string, { id: number; expiresAtMs: number }>();
 
   constructor(
     secret: string,
@@ -40,7 +48,22 @@ export class TokenIssuer {
   }
 
   /** The trainer id in a valid token, or undefined for anything else (never throws). */
-  verify(token: string): number | undefined {
+  verify(token: string, now = Date.now()): number | undefined {
+    const known = this.verified.get(token);
+    if (known) {
+      if (now < known.expiresAtMs) return known.id;
+      this.verified.delete(token);
+      return undefined;
+    }
+    const id = this.verifySignature(token);
+    if (id !== undefined) {
+      if (this.verified.size >= VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
+      this.verified.set(token, id);
+    }
+    return id?.id;
+  }
+
+  private verifySignature(token: string): { id: number; expiresAtMs: number } | undefined {
     try {
       const payload = jwt.verify(token, this.secret, {
         algorithms: [ALGORITHM],
@@ -48,7 +71,8 @@ export class TokenIssuer {
         audience: JWT_AUDIENCE,
       });
       if (typeof payload !== 'object' || typeof payload.exp !== 'number') return undefined;
-      return typeof payload.sub === 'string' ? parseId(payload.sub) : undefined;
+      const id = typeof payload.sub === 'string' ? parseId(payload.sub) : undefined;
+      return id === undefined ? undefined : { id, expiresAtMs: payload.exp * 1000 };
     } catch {
       return undefined;
     }
