@@ -19,7 +19,8 @@ export interface Report {
   options: Record<string, unknown>;
   seedSeconds: number | null;
   results: CaseResult[];
-  soak: { requests: number; rssMb: number }[];
+  /** RSS after each soak run, with that run's requests and every request the service had answered by then. */
+  soak: { requests: number; served: number; rssMb: number }[];
   memory: { peakMb: number; rssMb: number };
 }
 
@@ -57,6 +58,48 @@ export function summarize(report: Report): Summary[] {
 
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '–');
 
+export interface TargetCheck {
+  target: string;
+  measured: string;
+  met: boolean | null;
+}
+
+/** The issue's targets, read off this run (null: the run did not measure it). */
+export function checkTargets(report: Report): TargetCheck[] {
+  const rows = summarize(report);
+  const row = (name: string) => rows.find((r) => r.name === name);
+  const check = (target: string, value: number | undefined, met: (v: number) => boolean, show: (v: number) => string): TargetCheck =>
+    value === undefined || !Number.isFinite(value) ? { target, measured: '–', met: null } : { target, measured: show(value), met: met(value) };
+  const ratio = (v: number) => `${fmt(v, 2)}×`;
+  const ms = (v: number) => `${fmt(v, 1)} ms`;
+  const idle = row('GraphQL trainer(id)');
+  const storm = row('GraphQL trainer(id) during 20 concurrent logins');
+  const lastSoak = report.soak.at(-1);
+  const growth = report.soak.length === 2 ? ((report.soak[1]!.rssMb - report.soak[0]!.rssMb) / report.soak[0]!.rssMb) * 100 : undefined;
+  return [
+    check('GraphQL trainer(id) ≥ 0.60× baseline', idle?.ratio, (v) => v >= 0.6, ratio),
+    check('REST GET /trainer/:id ≥ 0.85× baseline', row('REST GET /trainer/:id')?.ratio, (v) => v >= 0.85, ratio),
+    check('trainers page 100 × creatures 10 in ≤ 4 SQL statements', row('GraphQL trainers page 100 × creatures 10')?.statementsPerRequest, (v) => v <= 4, (v) => fmt(v, 2)),
+    check('deep paging (offset n-20) p50 ≤ 25 ms (1 connection)', row('GraphQL deep paging (offset n-20), 1 connection')?.p50, (v) => v <= 25, ms),
+    check('deep paging without totalCount: ≤ 2 statements (caller, page)', row('GraphQL deep paging (offset n-20)')?.statementsPerRequest, (v) => v <= 2.05, (v) => fmt(v, 2)),
+    check(
+      'trainer(id) p99 during 20 logins ≤ 3× idle p99',
+      storm && idle ? storm.p99 / idle.p99 : undefined,
+      (v) => v <= 3,
+      (v) => `${fmt(v, 2)}× (${fmt(storm?.p99 ?? NaN, 1)} / ${fmt(idle?.p99 ?? NaN, 1)} ms)`,
+    ),
+    check(
+      'RSS ≤ 150 MB after 100k requests',
+      lastSoak && lastSoak.served >= 100_000 ? lastSoak.rssMb : undefined,
+      (v) => v <= 150,
+      (v) => `${v} MB after ${lastSoak?.served} requests`,
+    ),
+    check('RSS growth < 10% between two consecutive soak runs', growth, (v) => v < 10, (v) => `${fmt(v, 1)} %`),
+  ];
+}
+
+const verdict = (met: boolean | null) => (met === null ? 'not measured' : met ? 'met' : 'NOT met');
+
 export function renderTable(report: Report): string {
   const rows = summarize(report);
   const header = ['case', 'req/s', 'x baseline', 'p50 ms', 'p99 ms', 'SQL/req', 'errors'];
@@ -68,8 +111,10 @@ export function renderTable(report: Report): string {
     `${report.mode} — ${report.machine}`,
     line(header),
     ...body.map(line),
-    `peak RSS ${report.memory.peakMb} MB; RSS after soak runs ${report.soak.map((s) => `${s.rssMb} MB (${s.requests} req)`).join(', ')}; growth ${fmt(growth, 1)} %`,
+    `peak RSS ${report.memory.peakMb} MB; RSS after soak runs ${report.soak.map((s) => `${s.rssMb} MB (${s.requests} req; ${s.served} served in all)`).join(', ')}; growth ${fmt(growth, 1)} %`,
     report.seedSeconds === null ? 'seed: reused' : `seed: ${fmt(report.seedSeconds, 1)} s`,
+    'targets:',
+    ...checkTargets(report).map((t) => `  ${verdict(t.met).padEnd(12)} ${t.target}: ${t.measured}`),
   ].join('\n');
 }
 
@@ -88,7 +133,11 @@ export function renderMarkdown(report: Report, chartFile: string): string {
         `| ${r.name}${r.note ? ` (${r.note})` : ''} | ${fmt(r.requestsPerSecond)} | ${fmt(r.ratio, 2)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.statementsPerRequest, 2)} | ${r.errors} |`,
     ),
     '',
-    `Peak RSS ${report.memory.peakMb} MB. RSS after consecutive soak runs: ${report.soak.map((s) => `${s.rssMb} MB after ${s.requests} requests`).join('; ')}.`,
+    `Peak RSS ${report.memory.peakMb} MB. RSS after consecutive soak runs: ${report.soak.map((s) => `${s.rssMb} MB after ${s.requests} requests (${s.served} served since start)`).join('; ')}.`,
+    '',
+    '| target | measured | |',
+    '|---|---|---|',
+    ...checkTargets(report).map((t) => `| ${t.target} | ${t.measured} | ${verdict(t.met)} |`),
     '',
     `![throughput and p99 per case](${chartFile})`,
     '',

@@ -137,6 +137,8 @@ interface CaseSpec {
   name: string;
   target: 'service' | 'baseline';
   requests: AutocannonRequest[];
+  /** Fewer connections than the rest: a latency case (the time one request takes, without queueing). */
+  connections?: number;
 }
 
 function run(url: string, requests: AutocannonRequest[], connections: number, duration: number): Promise<Result> {
@@ -210,6 +212,9 @@ async function main(): Promise<void> {
       { name: 'REST GET /trainer (list)', target: 'service', requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * (n - 20))}`)] },
       { name: 'GraphQL trainers page 100 × creatures 10', target: 'service', requests: [graphql(PAGE, () => ({ offset: Math.floor(Math.random() * Math.max(1, n - 100)) }))] },
       { name: 'GraphQL deep paging (offset n-20)', target: 'service', requests: [graphql(DEEP, () => ({ offset: n - 20 }))] },
+      // At 50 connections every p50 is mostly queueing (about 50 / throughput, 4-5 ms even for the
+      // baseline); one connection measures what a deep page itself takes.
+      { name: 'GraphQL deep paging (offset n-20), 1 connection', target: 'service', connections: 1, requests: [graphql(DEEP, () => ({ offset: n - 20 }))] },
       {
         name: 'GraphQL createCreature + deleteCreature',
         target: 'service',
@@ -238,6 +243,10 @@ async function main(): Promise<void> {
       },
     ];
 
+    // Warm-up, not recorded: the first case of a run otherwise pays for both servers' JIT.
+    for (const spec of cases) {
+      await run(spec.target === 'service' ? serviceBase : baselineBase, spec.requests, options.connections, Math.min(2, options.duration));
+    }
     const results: CaseResult[] = [];
     const wanted = (name: string) => !args.only || name.includes(args.only);
     const selected = cases.filter((c) => c.target === 'baseline' || wanted(c.name));
@@ -245,7 +254,7 @@ async function main(): Promise<void> {
       for (const spec of selected) {
         const base = spec.target === 'service' ? serviceBase : baselineBase;
         const before = await counters(serviceBase);
-        const result = await run(base, spec.requests, options.connections, options.duration);
+        const result = await run(base, spec.requests, spec.connections ?? options.connections, options.duration);
         // Requests still in flight when autocannon stops are answered (and counted) a moment later.
         await sleep(Math.max(300, 2 * result.latency.p99));
         const after = await counters(serviceBase);
@@ -288,10 +297,10 @@ async function main(): Promise<void> {
     }
 
     // Memory: two consecutive soak runs of trainer(id).
-    const soak: { requests: number; rssMb: number }[] = [];
+    const soak: Report['soak'] = [];
     for (let i = 0; i < 2; i += 1) {
       const result = await run(serviceBase, cases[1]!.requests, options.connections, options.soak);
-      soak.push({ requests: result.requests.total, rssMb: memory(service.pid!).rssMb });
+      soak.push({ requests: result.requests.total, served: (await counters(serviceBase)).requests, rssMb: memory(service.pid!).rssMb });
     }
 
     const report: Report = {
