@@ -2,6 +2,7 @@ import type { DataSource, Repository } from 'typeorm';
 import type { Page } from '../common/args';
 import { foldCase, normalizeText } from '../common/text';
 import { isForeignKeyViolation, uniqueViolation } from '../db/errors';
+import { placeholders, selectRows, sqlDate, sqlInt } from '../db/rows';
 import { AppError } from '../errors';
 import { Trainer } from '../trainers/trainer.entity';
 import { Creature } from './creature.entity';
@@ -10,6 +11,28 @@ export interface NewCreature {
   readonly name: string;
   readonly speciesId: number;
   readonly level?: number;
+}
+
+interface CreatureRow {
+  id: number | string;
+  name: string;
+  speciesId: number | string;
+  level: number | string;
+  trainerId: number | string;
+  createdAt: Date | string;
+}
+
+const CREATURE_COLUMNS = 'id, name, species_id AS speciesId, level, trainer_id AS trainerId, created_at AS createdAt';
+
+function toCreature(row: CreatureRow): Creature {
+  const creature = new Creature();
+  creature.id = sqlInt(row.id);
+  creature.name = row.name;
+  creature.speciesId = sqlInt(row.speciesId);
+  creature.level = sqlInt(row.level);
+  creature.trainerId = sqlInt(row.trainerId);
+  creature.createdAt = sqlDate(row.createdAt);
+  return creature;
 }
 
 /** What makes two names the same creature: trimmed, NFC, case-folded. */
@@ -107,26 +130,26 @@ export class CreatureService {
    * number of trainers: ROW_NUMBER() per trainer picks each page (SQLite 3.25+, MariaDB 10.2+, MySQL 8).
    */
   async pagesForTrainers(trainerIds: readonly number[], limit: number, offset: number): Promise<Creature[][]> {
-    let rows: Creature[];
-    if (trainerIds.length === 1) {
-      rows = await this.repo.find({
-        where: { trainerId: trainerIds[0] },
-        order: { id: 'ASC' },
-        take: limit,
-        skip: offset,
-      });
-    } else {
-      rows = await this.repo
-        .createQueryBuilder('c')
-        .where(
-          `c.id IN (SELECT ranked.id FROM (SELECT r.id AS id, ROW_NUMBER() OVER (PARTITION BY r.trainer_id ORDER BY r.id) AS rn FROM creature r WHERE r.trainer_id IN (:...trainerIds)) ranked WHERE ranked.rn > :first AND ranked.rn <= :last)`,
-          { trainerIds: [...trainerIds], first: offset, last: offset + limit },
-        )
-        .orderBy('c.id', 'ASC')
-        .getMany();
-    }
+    if (trainerIds.length === 0) return [];
+    // Hand-written (see TrainerService.select): a page of 100 trainers brings 1,000 creatures,
+    // and hydrating them through the ORM cost more CPU and memory than the statement.
+    const rows =
+      trainerIds.length === 1
+        ? await selectRows<CreatureRow>(
+            this.dataSource,
+            `SELECT ${CREATURE_COLUMNS} FROM creature WHERE trainer_id = ? ORDER BY id LIMIT ? OFFSET ?`,
+            [trainerIds[0], limit, offset],
+          )
+        : await selectRows<CreatureRow>(
+            this.dataSource,
+            `SELECT ${CREATURE_COLUMNS} FROM (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY c.trainer_id ORDER BY c.id) AS rn FROM creature c WHERE c.trainer_id IN (${placeholders(trainerIds.length)})) ranked WHERE rn > ? AND rn <= ? ORDER BY id`,
+            [...trainerIds, offset, offset + limit],
+          );
     const byTrainer = new Map<number, Creature[]>(trainerIds.map((id) => [id, []]));
-    for (const row of rows) byTrainer.get(row.trainerId)?.push(row);
+    for (const row of rows) {
+      const creature = toCreature(row);
+      byTrainer.get(creature.trainerId)?.push(creature);
+    }
     return trainerIds.map((id) => byTrainer.get(id)!);
   }
 }

@@ -34,9 +34,18 @@ export class TrainerResolver {
 
   @Authorized()
   @Query(() => TrainerPage, { description: 'A page of trainers. limit 1..100, offset >= 0.' })
-  async trainers(@Args() { limit, offset }: PageArgs, @Ctx() ctx: GraphQLContext): Promise<TrainerPage> {
+  async trainers(@Args() { limit, offset }: PageArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo): Promise<TrainerPage> {
+    // Nested `creatures { trainer }` then finds these trainers without another query, and
+    // `creaturesOwned`, when asked for, comes with the page.
+    if (selectsField(info, 'items', 'creaturesOwned')) {
+      const page = await ctx.services.trainers.pageWithCounts(limit, offset);
+      for (const { trainer, creaturesOwned } of page.items) {
+        ctx.loaders.trainerById.prime(trainer.id, trainer);
+        ctx.loaders.creatureCount.prime(trainer.id, creaturesOwned!);
+      }
+      return { ...page, items: page.items.map((item) => item.trainer) };
+    }
     const page = await ctx.services.trainers.page(limit, offset);
-    // Nested `creatures { trainer }` then finds these trainers without another query.
     for (const trainer of page.items) ctx.loaders.trainerById.prime(trainer.id, trainer);
     return page;
   }

@@ -159,6 +159,12 @@ export class TrainerService {
     return { items: rows.map(toTrainer), limit, offset };
   }
 
+  /** A page by id with each trainer's creature count, in one statement. */
+  async pageWithCounts(limit: number, offset: number): Promise<Page<TrainerWithCount>> {
+    const rows = await this.pageRows(limit, offset, true);
+    return { items: rows.map((row) => ({ trainer: toTrainer(row), creaturesOwned: sqlInt(row.creaturesOwned ?? 0) })), limit, offset };
+  }
+
   private pageRows(limit: number, offset: number, withCounts: boolean): Promise<TrainerRow[]> {
     return this.select(
       `SELECT ${TRAINER_COLUMNS}${withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : ''} FROM trainer t JOIN (SELECT id FROM trainer ORDER BY id LIMIT ? OFFSET ?) p ON p.id = t.id ORDER BY t.id`,

@@ -32,10 +32,25 @@ describe.each(databases)('relation batching on %s', (kind) => {
     const small = await countStatements(3);
     const large = await countStatements(100);
     expect(large.items).toHaveLength(100);
-    // The viewer, the page, one batch of creatures, one of counts; Creature.trainer comes from the page.
-    expect(small.count).toBe(4);
+    // The viewer, the page with its counts, one batch of creatures; Creature.trainer comes from the page.
+    expect(small.count).toBe(3);
     expect(large.count).toBe(small.count);
     for (const item of large.items) expect(item.creatures).toHaveLength(item.creaturesOwned);
+  });
+
+  it('reads the counts with the page also when its fields come through a fragment', async () => {
+    statements.length = 0;
+    const res = await gql(
+      t.app,
+      'query { trainers(limit: 5) { ...P } } fragment P on TrainerPage { items { id creaturesOwned creatures(limit: 2) { name } } }',
+      {},
+      viewer.token,
+    );
+    expect(res.errors).toBeUndefined();
+    expect(res.data.trainers.items).toHaveLength(5);
+    // The fragment is followed, so the counts still come with the page.
+    expect(statements).toHaveLength(3);
+    for (const item of res.data.trainers.items) expect(item.creatures.length).toBe(Math.min(2, item.creaturesOwned));
   });
 
   it('reads trainer(id) with creaturesOwned and checks the caller in one statement', async () => {
