@@ -49,7 +49,7 @@ describe.each(databases)('registerTrainer on %s', (kind) => {
       .getRepository(Trainer)
       .findOne({ where: { id: Number(trainer.id) }, select: { email: true, passwordHash: true } });
     expect(row?.email).toBe(input.email.toLowerCase());
-    expect(row?.passwordHash).toMatch(/^scrypt\$8192\$8\$10\$/);
+    expect(row?.passwordHash).toMatch(/^scrypt\$32768\$8\$3\$/);
     expect(row?.passwordHash).not.toContain(input.password);
   });
 
