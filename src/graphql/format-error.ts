@@ -1,4 +1,4 @@
-import type { ApolloServerPlugin } from '@apollo/server';
+import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { GraphQLError, Kind, parse, visit, type GraphQLFormattedError, type ValueNode } from 'graphql';
 import type { FastifyBaseLogger } from 'fastify';
@@ -117,22 +117,20 @@ function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLF
 
 /** Logs the errors of an operation that are not the client's, through the request's own logger. */
 export function errorLoggingPlugin(fallback: FastifyBaseLogger): ApolloServerPlugin<GraphQLContext> {
-  return {
-    async requestDidStart() {
-      return {
-        async didEncounterErrors({ errors, contextValue }) {
-          for (const error of errors) {
-            // Errors without a path are about the request itself (parse, validation, limits,
-            // variables): the client's mistakes, not logged, all the more as graphql-js puts the
-            // variable's value (a password, say) in their message. Apollo marks its own failures
-            // outside execution (e.g. building the context) INTERNAL_SERVER_ERROR.
-            if (!error.path && error.extensions?.code !== 'INTERNAL_SERVER_ERROR') continue;
-            const original = unwrapResolverError(error);
-            if (original instanceof AppError) continue;
-            logIfUnexpected(contextValue?.log ?? fallback, original, toAppError(original));
-          }
-        },
-      };
+  // One hooks object for every request (they keep no per-request state): nothing allocated per request.
+  const hooks: GraphQLRequestListener<GraphQLContext> = {
+    async didEncounterErrors({ errors, contextValue }) {
+      for (const error of errors) {
+        // Errors without a path are about the request itself (parse, validation, limits,
+        // variables): the client's mistakes, not logged, all the more as graphql-js puts the
+        // variable's value (a password, say) in their message. Apollo marks its own failures
+        // outside execution (e.g. building the context) INTERNAL_SERVER_ERROR.
+        if (!error.path && error.extensions?.code !== 'INTERNAL_SERVER_ERROR') continue;
+        const original = unwrapResolverError(error);
+        if (original instanceof AppError) continue;
+        logIfUnexpected(contextValue?.log ?? fallback, original, toAppError(original));
+      }
     },
   };
+  return { requestDidStart: async () => hooks };
 }

@@ -1,4 +1,4 @@
-import type { ApolloServerPlugin } from '@apollo/server';
+import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@apollo/server';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
@@ -120,35 +120,33 @@ export function costLimitPlugin(schema: GraphQLSchema): ApolloServerPlugin {
       return Number.POSITIVE_INFINITY;
     }
   };
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ document, request, operationName, operation }) {
-          let cache = caches.get(document);
-          if (!cache) {
-            cache = { variables: costVariables(document), costs: new Map() };
-            caches.set(document, cache);
-          }
-          const given = request.variables ?? {};
-          const key = `${operationName ?? ''}|${cache.variables.map((name) => (name in given ? JSON.stringify(given[name]) : '~')).join(',')}`;
-          let cost = cache.costs.get(key);
-          if (cost === undefined) {
-            // Variables that do not fit their types: execution refuses them (BAD_USER_INPUT) before any resolver.
-            const coerced = getVariableValues(schema, operation?.variableDefinitions ?? [], given, { maxErrors: 1 });
-            if (coerced.errors) return;
-            cost = measure(document, coerced.coerced, operationName ?? undefined);
-            if (cache.costs.size >= MAX_COSTS_PER_DOCUMENT) cache.costs.clear();
-            cache.costs.set(key, cost);
-          }
-          if (cost > LIMITS.cost) {
-            const measured = Number.isFinite(cost) ? `would cost ${cost}` : 'is too large to measure';
-            throw new GraphQLError(
-              `This operation ${measured}, more than the limit of ${LIMITS.cost} (a list costs its limit times its items)`,
-              { extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } },
-            );
-          }
-        },
-      };
+  const hooks: GraphQLRequestListener<BaseContext> = {
+    async didResolveOperation({ document, request, operationName, operation }) {
+      let cache = caches.get(document);
+      if (!cache) {
+        cache = { variables: costVariables(document), costs: new Map() };
+        caches.set(document, cache);
+      }
+      const given = request.variables ?? {};
+      const key = `${operationName ?? ''}|${cache.variables.map((name) => (name in given ? JSON.stringify(given[name]) : '~')).join(',')}`;
+      let cost = cache.costs.get(key);
+      if (cost === undefined) {
+        // Variables that do not fit their types: execution refuses them (BAD_USER_INPUT) before any resolver.
+        const coerced = getVariableValues(schema, operation?.variableDefinitions ?? [], given, { maxErrors: 1 });
+        if (coerced.errors) return;
+        cost = measure(document, coerced.coerced, operationName ?? undefined);
+        if (cache.costs.size >= MAX_COSTS_PER_DOCUMENT) cache.costs.clear();
+        cache.costs.set(key, cost);
+      }
+      if (cost > LIMITS.cost) {
+        const measured = Number.isFinite(cost) ? `would cost ${cost}` : 'is too large to measure';
+        throw new GraphQLError(
+          `This operation ${measured}, more than the limit of ${LIMITS.cost} (a list costs its limit times its items)`,
+          { extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } },
+        );
+      }
     },
   };
+  // The same hooks object for every request: it keeps no per-request state.
+  return { requestDidStart: async () => hooks };
 }
