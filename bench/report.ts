@@ -21,7 +21,10 @@ export interface Report {
   results: CaseResult[];
   /** RSS after each soak run, with that run's requests and every request the service had answered by then. */
   soak: { requests: number; served: number; rssMb: number }[];
+  /** The process that served every case: its peak RSS and its RSS once they were done. */
   memory: { peakMb: number; rssMb: number };
+  /** Peak RSS of the fresh process that served only the soak runs. */
+  soakPeakMb?: number;
 }
 
 export interface Summary {
@@ -111,7 +114,7 @@ export function renderTable(report: Report): string {
     `${report.mode} — ${report.machine}`,
     line(header),
     ...body.map(line),
-    `peak RSS ${report.memory.peakMb} MB; RSS after soak runs ${report.soak.map((s) => `${s.rssMb} MB (${s.requests} req; ${s.served} served in all)`).join(', ')}; growth ${fmt(growth, 1)} %`,
+    `cases: peak RSS ${report.memory.peakMb} MB, ${report.memory.rssMb} MB at the end; fresh process, RSS after soak runs ${report.soak.map((s) => `${s.rssMb} MB (${s.requests} req; ${s.served} served in all)`).join(', ')}; growth ${fmt(growth, 1)} %`,
     report.seedSeconds === null ? 'seed: reused' : `seed: ${fmt(report.seedSeconds, 1)} s`,
     'targets:',
     ...checkTargets(report).map((t) => `  ${verdict(t.met).padEnd(12)} ${t.target}: ${t.measured}`),
@@ -133,7 +136,7 @@ export function renderMarkdown(report: Report, chartFile: string): string {
         `| ${r.name}${r.note ? ` (${r.note})` : ''} | ${fmt(r.requestsPerSecond)} | ${fmt(r.ratio, 2)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.statementsPerRequest, 2)} | ${r.errors} |`,
     ),
     '',
-    `Peak RSS ${report.memory.peakMb} MB. RSS after consecutive soak runs: ${report.soak.map((s) => `${s.rssMb} MB after ${s.requests} requests (${s.served} served since start)`).join('; ')}.`,
+    `Every case in one process: peak RSS ${report.memory.peakMb} MB, ${report.memory.rssMb} MB once they were done. A fresh process then served two consecutive soak runs of GraphQL trainer(id) (peak ${report.soakPeakMb ?? '–'} MB); RSS after each: ${report.soak.map((s) => `${s.rssMb} MB after ${s.requests} requests (${s.served} served since start)`).join('; ')}.`,
     '',
     '| target | measured | |',
     '|---|---|---|',
