@@ -161,7 +161,10 @@ async function main(): Promise<void> {
 
   const servicePort = 4600 + Math.floor(Math.random() * 300);
   const baselinePort = servicePort + 1000;
-  const entry = args['from-source'] ? ['-r', 'ts-node/register/transpile-only', 'src/main.ts'] : ['dist/src/main.js'];
+  // Node's flags as `npm start` gives them (the heap limit), so the bench measures what is deployed.
+  const startScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const nodeFlags = startScript.split(/\s+/).filter((word) => word.startsWith('--'));
+  const entry = [...nodeFlags, ...(args['from-source'] ? ['-r', 'ts-node/register/transpile-only', 'src/main.ts'] : ['dist/src/main.js'])];
   const serviceEnv = {
     NODE_ENV: 'production',
     PORT: String(servicePort),
@@ -314,7 +317,7 @@ async function main(): Promise<void> {
       when: new Date().toISOString(),
       mode: quick ? 'quick (SQLite)' : 'full (MySQL)',
       machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
-      options: { ...options, out: undefined },
+      options: { ...options, out: undefined, nodeFlags },
       seedSeconds,
       results,
       soak,
