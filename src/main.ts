@@ -20,22 +20,25 @@ async function main(): Promise<void> {
     runPrimary(config.workers);
     return;
   }
-  // A signal during start-up (before the app exists) ends the process at once, cleanly.
+  // One listener per signal for the whole life of the process: removing a listener closes
+  // libuv's signal handle, and a signal that arrived but was not yet dispatched to JavaScript is
+  // then lost (a worker that got SIGTERM at the end of its start-up kept serving; seen under load).
+  // During start-up (before the app exists) a signal is only noted; the app then closes at once.
   let signalled: string | undefined;
-  const early = (signal: string) => {
-    signalled = signal;
+  let onSignal: (signal: string) => void = (signal) => {
+    signalled ??= signal;
   };
-  process.once('SIGTERM', early);
-  process.once('SIGINT', early);
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
   const app = await buildApp(config, { waitForDatabase: false });
   if (signalled) {
+    // Closing waits for a connection attempt under way (an SQLite lock, a MySQL connect): bounded like any shutdown.
+    setTimeout(() => process.exit(1), 10_000).unref();
     await app.close();
     process.exit(0);
   }
-  process.removeListener('SIGTERM', early);
-  process.removeListener('SIGINT', early);
   let stopping = false;
-  const stop = (signal: string) => {
+  onSignal = (signal: string) => {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down: draining');
@@ -60,8 +63,6 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
 
   await app.listen({ port: config.port, host: config.host });
   if (config.sandbox) app.log.info(`GraphQL Sandbox: http://localhost:${config.port}/graphql`);
