@@ -151,8 +151,10 @@ export class TrainerService {
   }
 
   /**
-   * A page by id. The skipped rows are walked in the derived table, which reads ids only; whole
-   * rows are read for the page itself (a "deferred join": deep offsets stay cheap).
+   * A page by id. The skipped rows are walked in a derived table that reads ids only, and whole
+   * rows are read for the page alone (a "deferred join"). On InnoDB the ids are the clustered
+   * index, so a deep offset still walks every skipped entry: about 12 ms at offset 99,980 of
+   * 100,000 in MariaDB itself, whatever the query's shape.
    */
   async page(limit: number, offset: number): Promise<Page<Trainer>> {
     const rows = await this.pageRows(limit, offset, false);
