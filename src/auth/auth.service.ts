@@ -15,6 +15,12 @@ export interface Authentication {
 
 const WRONG_CREDENTIALS = 'Wrong email or password';
 
+const refused = (authorization: string | undefined): AppError =>
+  new AppError(
+    'UNAUTHENTICATED',
+    authorization ? 'Invalid or expired token' : 'Authentication required: send Authorization: Bearer <token>',
+  );
+
 /** Who is calling: resolved lazily, at most once per request, from the Authorization header. */
 export interface RequestAuth {
   /** The calling trainer, or null when the request carries no valid token of an existing trainer. */
@@ -57,28 +63,27 @@ export class AuthService {
   }
 
   /**
+   * The trainer id of a valid token, or UNAUTHENTICATED, without asking the database: for reads
+   * that check the trainer still exists in their own statement (REST GET /trainer/:id).
+   */
+  requireTokenId(authorization: string | undefined): number {
+    const token = bearerToken(authorization);
+    const id = token === undefined ? undefined : this.tokens.verify(token);
+    if (id === undefined) throw refused(authorization);
+    return id;
+  }
+
+  /**
    * @param findTrainer how to look the token's trainer up: the request's batching loader,
    * so that the viewer also answers `me` and its own `Creature.trainer` without another query.
    */
   forRequest(authorization: string | undefined, findTrainer: (id: number) => Promise<Trainer | null>): RequestAuth {
-    let tokenId: number | null | undefined;
-    const verifiedId = (): number | null => {
-      if (tokenId === undefined) {
-        const token = bearerToken(authorization);
-        tokenId = (token === undefined ? undefined : this.tokens.verify(token)) ?? null;
-      }
-      return tokenId;
-    };
-    const refused = () =>
-      new AppError(
-        'UNAUTHENTICATED',
-        authorization ? 'Invalid or expired token' : 'Authentication required: send Authorization: Bearer <token>',
-      );
     let resolved: Promise<Trainer | null> | undefined;
     const viewer = (): Promise<Trainer | null> => {
       if (resolved) return resolved;
-      const id = verifiedId();
-      resolved = id === null ? Promise.resolve(null) : findTrainer(id);
+      const token = bearerToken(authorization);
+      const id = token === undefined ? undefined : this.tokens.verify(token);
+      resolved = id === undefined ? Promise.resolve(null) : findTrainer(id);
       return resolved;
     };
     return {
@@ -86,13 +91,9 @@ export class AuthService {
       async requireViewer() {
         const trainer = await viewer();
         if (trainer) return trainer;
-        throw refused();
+        throw refused(authorization);
       },
-      requireTokenId() {
-        const id = verifiedId();
-        if (id === null) throw refused();
-        return id;
-      },
+      requireTokenId: () => this.requireTokenId(authorization),
     };
   }
 }

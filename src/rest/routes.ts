@@ -68,7 +68,7 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
   const viewerOf = (request: FastifyRequest): Trainer => request.viewer!;
   /** The token alone (no database): for reads whose service method checks the caller in its own statement. */
   const authenticateToken = async (request: FastifyRequest) => {
-    request.trainerId = services.auth.forRequest(request.headers.authorization, async () => null).requireTokenId();
+    request.trainerId = services.auth.requireTokenId(request.headers.authorization);
   };
 
   app.post<{ Body: RegisterTrainerInput }>(
