@@ -1,3 +1,4 @@
+import DataLoader from 'dataloader';
 import { In, type DataSource, type Repository } from 'typeorm';
 import { hashPassword } from '../auth/password';
 import { normalizeEmail, normalizeText } from '../common/text';
@@ -63,7 +64,27 @@ export interface TrainerWithCount {
 export const visibleEmail = (trainer: Trainer, viewerId: number | undefined): string | null =>
   trainer.id === viewerId ? trainer.email : null;
 
+/** One trainer to read, and whether its creature count is wanted with it. */
+interface TrainerRead {
+  readonly id: number;
+  readonly count: boolean;
+}
+
 export class TrainerService {
+  /**
+   * Single-trainer reads of every request in flight, merged into one statement per turn of the
+   * event loop (the callers, the trainers they read, and the counts some of them want). Under
+   * load, many requests arrive in one turn; each then shares a round trip instead of paying its
+   * own (the driver's write, its packet parsing, the database's per-statement work). Nothing is
+   * cached across requests: every read still goes to the database.
+   */
+  private readonly reads = new DataLoader<TrainerRead, TrainerWithCount | null>((keys) => this.readBatch(keys), {
+    cache: false,
+    batchScheduleFn: (run) => setImmediate(run),
+    // Bounds one statement's IN list; a request's own reads are bounded by the GraphQL cost limit.
+    maxBatchSize: 1000,
+  });
+
   constructor(private readonly dataSource: DataSource) {}
 
   // Looked up on use: the database may connect after the service is built (start-up retries).
@@ -113,8 +134,7 @@ export class TrainerService {
   }
 
   async findById(id: number): Promise<Trainer | null> {
-    const [row] = await this.select(`SELECT ${TRAINER_COLUMNS} FROM trainer t WHERE t.id = ?`, [id], true);
-    return row ? toTrainer(row) : null;
+    return (await this.reads.load({ id, count: false }))?.trainer ?? null;
   }
 
   async getById(id: number): Promise<Trainer> {
@@ -124,22 +144,31 @@ export class TrainerService {
   }
 
   /**
-   * Trainers by id in one statement, in no particular order; those in `countFor` come with
-   * their creature count from the same statement (a trainer read and its `creaturesOwned`
-   * are then one round trip).
+   * Trainers by id, in no particular order; those in `countFor` come with their creature count
+   * from the same statement. Merged with the other requests' reads of this turn (see `reads`).
    */
   async findByIds(ids: readonly number[], countFor: readonly number[] = []): Promise<TrainerWithCount[]> {
-    if (ids.length === 0) return [];
+    const found = await Promise.all(ids.map((id) => this.reads.load({ id, count: countFor.includes(id) })));
+    return found.filter((item): item is TrainerWithCount => item !== null);
+  }
+
+  private async readBatch(keys: readonly TrainerRead[]): Promise<(TrainerWithCount | null)[]> {
+    const ids = [...new Set(keys.map((key) => key.id))];
+    const countFor = [...new Set(keys.filter((key) => key.count).map((key) => key.id))];
     const counted = countFor.length === 0 ? '' : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
     const rows = await this.select(
       `SELECT ${TRAINER_COLUMNS}${counted} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
       [...countFor, ...ids],
-      true,
+      ids.length + countFor.length <= 4,
     );
-    return rows.map((row) => ({
-      trainer: toTrainer(row),
-      creaturesOwned: row.creaturesOwned === null || row.creaturesOwned === undefined ? undefined : sqlInt(row.creaturesOwned),
-    }));
+    const byId = new Map(rows.map((row) => [sqlInt(row.id), row]));
+    // A trainer object per caller: requests never share one.
+    return keys.map((key) => {
+      const row = byId.get(key.id);
+      if (!row) return null;
+      const count = key.count && row.creaturesOwned !== null && row.creaturesOwned !== undefined ? sqlInt(row.creaturesOwned) : undefined;
+      return { trainer: toTrainer(row), creaturesOwned: count };
+    });
   }
 
   /** The id and password hash for an email, for authentication only. */
@@ -193,21 +222,15 @@ export class TrainerService {
   }
 
   /**
-   * One trainer with its count as the caller `viewerId` sees it, in one statement that also
-   * checks the caller still exists: UNAUTHENTICATED when it does not (its token outlived it),
-   * NOT_FOUND when there is no such trainer.
+   * One trainer with its count as the caller `viewerId` sees it. The caller is read in the same
+   * statement (see `reads`), which checks it still exists: UNAUTHENTICATED when it does not (its
+   * token outlived it), NOT_FOUND when there is no such trainer.
    */
   async profile(id: number, viewerId: number): Promise<TrainerProfile> {
-    const [row] = await selectRows<Omit<TrainerRow, 'id'> & { id: TrainerRow['id'] | null }>(
-      this.dataSource,
-      `SELECT ${TRAINER_COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned FROM trainer v LEFT JOIN trainer t ON t.id = ? WHERE v.id = ?`,
-      [id, viewerId],
-      { prepared: true },
-    );
-    if (!row) throw new AppError('UNAUTHENTICATED', 'Invalid or expired token');
-    if (row.id === null) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
-    const trainer = toTrainer({ ...row, id: row.id });
-    return { trainer, creaturesOwned: sqlInt(row.creaturesOwned ?? 0), email: visibleEmail(trainer, viewerId) };
+    const [viewer, found] = await Promise.all([this.reads.load({ id: viewerId, count: false }), this.reads.load({ id, count: true })]);
+    if (!viewer) throw new AppError('UNAUTHENTICATED', 'Invalid or expired token');
+    if (!found) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
+    return { trainer: found.trainer, creaturesOwned: found.creaturesOwned ?? 0, email: visibleEmail(found.trainer, viewerId) };
   }
 
   /** A page of trainers with their counts as `viewerId` sees them, and the total: two statements whatever the page size. */

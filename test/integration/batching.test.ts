@@ -84,3 +84,64 @@ describe.each(databases)('relation batching on %s', (kind) => {
     expect(statements.filter((sql) => /COUNT\(\*\)/i.test(sql))).toEqual([]);
   });
 });
+
+describe.each(databases)('reads merged across concurrent requests on %s', (kind) => {
+  let t: TestApp;
+  const statements: string[] = [];
+  const TRAINER = 'query($id: ID!) { trainer(id: $id) { id nickname email creaturesOwned } }';
+
+  beforeAll(async () => {
+    t = await startTestApp(kind, {}, { onQuery: (sql) => statements.push(sql) });
+  });
+  afterAll(async () => t.close());
+
+  it('answers each concurrent trainer(id) with its own trainer, count and email rule, in fewer statements than requests', async () => {
+    const fixtures: TrainerFixture[] = [];
+    for (let i = 0; i < 6; i += 1) {
+      const fixture = await createTrainer(t.app);
+      for (let c = 0; c < i; c += 1) await createCreature(t.app, fixture.trainer.id, { name: `c${c}` });
+      fixtures.push(fixture);
+    }
+    // Every caller reads every trainer, itself included: 36 requests in flight at once.
+    const asks = fixtures.flatMap((viewer) => fixtures.map((target, owned) => ({ viewer, target, owned })));
+    statements.length = 0;
+    const answers = await Promise.all(asks.map(({ viewer, target }) => gql(t.app, TRAINER, { id: String(target.trainer.id) }, viewer.token)));
+    answers.forEach((res, i) => {
+      const { viewer, target, owned } = asks[i]!;
+      expect(res.errors).toBeUndefined();
+      expect(res.data.trainer).toEqual({
+        id: String(target.trainer.id),
+        nickname: target.trainer.nickname,
+        // The email only to the trainer itself, even when another caller's read shared the statement.
+        email: viewer === target ? target.email : null,
+        creaturesOwned: owned,
+      });
+    });
+    // One statement per request without the merging; the requests of one turn share one.
+    expect(statements.length).toBeLessThanOrEqual(asks.length / 4);
+  });
+
+  it('keeps each REST caller its own answer when reads share a statement: 200, 404 and 401 side by side', async () => {
+    const [reader, target, gone] = [await createTrainer(t.app), await createTrainer(t.app), await createTrainer(t.app)];
+    await createCreature(t.app, target.trainer.id, { name: 'only' });
+    await t.app.dataSource.query('DELETE FROM trainer WHERE id = ?', [gone.trainer.id]);
+    const get = (id: number, token: string) => t.app.inject({ method: 'GET', url: `/trainer/${id}`, headers: { authorization: `Bearer ${token}` } });
+    statements.length = 0;
+    const [found, missing, stale, self] = await Promise.all([
+      get(target.trainer.id, reader.token),
+      get(gone.trainer.id, reader.token),
+      get(target.trainer.id, gone.token),
+      get(reader.trainer.id, reader.token),
+    ]);
+    expect(found.statusCode).toBe(200);
+    expect(found.json()).toMatchObject({ id: target.trainer.id, creaturesOwned: 1 });
+    expect(found.json().email).toBeUndefined();
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toMatchObject({ code: 'NOT_FOUND' });
+    expect(stale.statusCode).toBe(401);
+    expect(stale.json()).toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect(self.statusCode).toBe(200);
+    expect(self.json()).toMatchObject({ id: reader.trainer.id, email: reader.email, creaturesOwned: 0 });
+    expect(statements.length).toBeLessThan(4);
+  });
+});
