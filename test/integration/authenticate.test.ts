@@ -105,11 +105,19 @@ describe.each(databases)('authentication on %s', (kind) => {
       expect(body.errors.map((e: { extensions: { code: string } }) => e.extensions.code)).toEqual(['UNAUTHENTICATED']);
     });
 
-    it('for a trainer that no longer exists', async () => {
+    // trainer(id) and trainers check the caller beside their own read, not before it.
+    it.each([
+      ['me', ME],
+      ['trainer(id)', 'query { trainer(id: "$ID") { id nickname } }'],
+      ['trainers', 'query { trainers(limit: 5, offset: 0) { items { id nickname } } }'],
+    ])('for a trainer that no longer exists (%s)', async (_name, query) => {
       const { trainer, token } = await createTrainer(t.app);
       await t.app.dataSource.getRepository(Trainer).delete({ id: trainer.id });
-      const res = await gql(t.app, ME, {}, token);
+      const res = await gql(t.app, query.replace('$ID', String(trainerId)), {}, token);
       expect(errorCode(res)).toBe('UNAUTHENTICATED');
+      // Nothing read beside the check reaches the caller.
+      expect(res.data?.trainer ?? null).toBeNull();
+      expect(res.data?.trainers ?? null).toBeNull();
     });
   });
 
