@@ -11,6 +11,8 @@ import { Team } from './team';
 @Entity({ name: 'trainer' })
 @Index('UQ_trainer_nickname_key', ['nicknameKey'], { unique: true })
 @Index('UQ_trainer_email', ['email'], { unique: true })
+// Narrow, for pages by offset (see the AddTrainerIdIndex migration).
+@Index('IX_trainer_id', ['id'])
 export class Trainer {
   @Field(() => ID)
   @PrimaryGeneratedColumn({ type: 'int' })

@@ -4,6 +4,7 @@ import { hashPassword } from '../auth/password';
 import { normalizeEmail, normalizeText } from '../common/text';
 import type { Page } from '../common/args';
 import { uniqueViolation } from '../db/errors';
+import { isMysql } from '../db/data-source';
 import { placeholders, selectRows, sqlDate, sqlInt } from '../db/rows';
 import { AppError } from '../errors';
 import type { Team } from './team';
@@ -181,9 +182,10 @@ export class TrainerService {
 
   /**
    * A page by id. The skipped rows are walked in a derived table that reads ids only, and whole
-   * rows are read for the page alone (a "deferred join"). On InnoDB the ids are the clustered
-   * index, so a deep offset still walks every skipped entry: about 12 ms at offset 99,980 of
-   * 100,000 in MariaDB itself, whatever the query's shape.
+   * rows are read for the page alone (a "deferred join"). A deep offset still walks every
+   * skipped entry, whatever the query's shape; on MySQL it walks the narrow index on id rather
+   * than the clustered primary key (about 11-14 ms instead of 17-21 ms at offset 99,980 of
+   * 100,000, in MariaDB itself).
    */
   async page(limit: number, offset: number): Promise<Page<Trainer>> {
     const rows = await this.pageRows(limit, offset, false);
@@ -197,8 +199,11 @@ export class TrainerService {
   }
 
   private pageRows(limit: number, offset: number, withCounts: boolean): Promise<TrainerRow[]> {
+    // MySQL walks the clustered primary key for `ORDER BY id` unless told to use the narrow
+    // index on id alone, which skips rows about a third faster (AddTrainerIdIndex migration).
+    const ids = isMysql(this.dataSource) ? 'trainer FORCE INDEX (IX_trainer_id)' : 'trainer';
     return this.select(
-      `SELECT ${TRAINER_COLUMNS}${withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : ''} FROM trainer t JOIN (SELECT id FROM trainer ORDER BY id LIMIT ? OFFSET ?) p ON p.id = t.id ORDER BY t.id`,
+      `SELECT ${TRAINER_COLUMNS}${withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : ''} FROM trainer t JOIN (SELECT id FROM ${ids} ORDER BY id LIMIT ? OFFSET ?) p ON p.id = t.id ORDER BY t.id`,
       [limit, offset],
     );
   }

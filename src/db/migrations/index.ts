@@ -1,4 +1,5 @@
 import { CreateTrainerAndCreature1795300000000 } from './1795300000000-CreateTrainerAndCreature';
+import { AddTrainerIdIndex1795400000000 } from './1795400000000-AddTrainerIdIndex';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
-export const migrations = [CreateTrainerAndCreature1795300000000];
+export const migrations = [CreateTrainerAndCreature1795300000000, AddTrainerIdIndex1795400000000];
