@@ -157,6 +157,9 @@ export class TrainerService {
     const ids = [...new Set(keys.map((key) => key.id))];
     const countFor = [...new Set(keys.filter((key) => key.count).map((key) => key.id))];
     const counted = countFor.length === 0 ? '' : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
+    // Prepared only while the lists are short: a request alone (its caller and one trainer) keeps
+    // to a few statement shapes, while merged batches, whose lists have any length, would fill
+    // each connection's prepared-statement cache with shapes used once.
     const rows = await this.select(
       `SELECT ${TRAINER_COLUMNS}${counted} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
       [...countFor, ...ids],
