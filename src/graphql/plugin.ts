@@ -1,13 +1,14 @@
 import { ApolloServer, type GraphQLRequestListener } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import fastifyApollo from '@as-integrations/fastify';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { getNamedType, GraphQLError, isIntrospectionType, type ValidationRule } from 'graphql';
 import type { Config } from '../config';
 import { methodNotAllowed } from '../http-errors';
 import type { Services } from '../services';
 import type { GraphQLContext } from './context';
 import { createFormatError, errorLoggingPlugin } from './format-error';
+import { landingPagePlugin, registerIdeRoutes } from './ide';
 import { costLimitPlugin, limitRules, LIMITS } from './limits';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
@@ -19,13 +20,44 @@ const OPERATION_NAME_HOOKS: GraphQLRequestListener<GraphQLContext> = {
   },
 };
 
+/**
+ * Apollo's own rule for `introspection: false` tells clients to "pass introspection: true to
+ * ApolloServer"; this one names the setting of this service.
+ */
+const noIntrospection: ValidationRule = (context) => ({
+  Field(node) {
+    const type = context.getType();
+    const parent = context.getParentType();
+    // Reported once, where the introspection starts (`__schema`, `__type`), not on each field inside it.
+    if (type && isIntrospectionType(getNamedType(type)) && !(parent && isIntrospectionType(parent))) {
+      context.reportError(
+        new GraphQLError(
+          `Introspection is turned off on this server (GRAPHQL_INTROSPECTION=false; off by default in production), so "${node.name.value}" cannot be queried`,
+          { nodes: [node] },
+        ),
+      );
+    }
+  },
+});
+
+const NO_IDE_MESSAGE = `This is the GraphQL API of the creature registry. Send POST /graphql with a JSON body such as {"query": "{ __typename }"} and Content-Type: application/json.
+The in-browser IDE is off on this server (GRAPHQL_SANDBOX=true turns it on; it is off by default in production).
+`;
+
+/** With the IDE off, a GET /graphql that carries no query (a browser, say) gets a line of explanation instead of Apollo's CSRF refusal. */
+const withoutIde = async (request: FastifyRequest, reply: FastifyReply) => {
+  if (request.method !== 'GET' || (request.query as Record<string, unknown>).query !== undefined) return;
+  return reply.code(400).type('text/plain; charset=utf-8').send(NO_IDE_MESSAGE);
+};
+
 export async function registerGraphQL(app: FastifyInstance, config: Config, services: Services): Promise<void> {
   const schema = await buildGraphQLSchema();
   const apollo = new ApolloServer<GraphQLContext>({
     schema,
-    validationRules: limitRules(),
+    validationRules: [...limitRules(), ...(config.graphqlIntrospection ? [] : [noIntrospection])],
     parseOptions: { maxTokens: LIMITS.tokens },
-    introspection: config.graphqlIntrospection,
+    // Refused by noIntrospection instead, with a message that names this service's setting.
+    introspection: true,
     includeStacktraceInErrorResponses: false,
     // No "Did you mean ...?" in production: it would hand out the schema that introspection hides.
     hideSchemaDetailsFromClientErrors: config.isProduction,
@@ -40,33 +72,35 @@ export async function registerGraphQL(app: FastifyInstance, config: Config, serv
       // default plugin would only wrap every field's resolution to compute `no-store` hints.
       ApolloServerPluginCacheControlDisabled(),
       errorLoggingPlugin(app.log),
-      config.sandbox
-        ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false })
-        : ApolloServerPluginLandingPageDisabled(),
+      config.sandbox ? landingPagePlugin() : ApolloServerPluginLandingPageDisabled(),
     ],
   });
   await apollo.start();
   app.addHook('onClose', async () => apollo.stop());
 
   methodNotAllowed(app, '/graphql', ['GET', 'POST', 'OPTIONS']);
-  await app.register(fastifyApollo(apollo), {
-    path: '/graphql',
-    context: async (request): Promise<GraphQLContext> => {
-      const loaders = new Loaders(services);
-      const findTrainer = async (id: number) => {
-        const trainer = await loaders.trainerById.load(id);
-        request.trainerId = trainer?.id ?? null;
-        return trainer;
-      };
-      return {
-        services,
-        loaders,
-        auth: services.auth.forRequest(request.headers.authorization, findTrainer),
-        selfIds: new Set(),
-        request,
-        log: request.log,
-        clientIp: request.ip,
-      };
-    },
+  if (config.sandbox) registerIdeRoutes(app);
+  await app.register(async (scope) => {
+    if (!config.sandbox) scope.addHook('onRequest', withoutIde);
+    await scope.register(fastifyApollo(apollo), {
+      path: '/graphql',
+      context: async (request): Promise<GraphQLContext> => {
+        const loaders = new Loaders(services);
+        const findTrainer = async (id: number) => {
+          const trainer = await loaders.trainerById.load(id);
+          request.trainerId = trainer?.id ?? null;
+          return trainer;
+        };
+        return {
+          services,
+          loaders,
+          auth: services.auth.forRequest(request.headers.authorization, findTrainer),
+          selfIds: new Set(),
+          request,
+          log: request.log,
+          clientIp: request.ip,
+        };
+      },
+    });
   });
 }

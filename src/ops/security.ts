@@ -1,22 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import helmet, { type HelmetOptions } from 'helmet';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-
-/**
- * The development Sandbox page at GET /graphql loads Apollo's embeddable Sandbox from its CDN
- * and frames it; this policy lets exactly that through (it is served only when Sandbox is on).
- */
-const SANDBOX_CSP = [
-  "default-src 'none'",
-  "script-src 'unsafe-inline' https://embeddable-sandbox.cdn.apollographql.com",
-  "style-src 'unsafe-inline' https://fonts.googleapis.com",
-  'font-src https://fonts.gstatic.com',
-  'img-src https: data:',
-  "connect-src 'self' https://*.apollographql.com",
-  'frame-src https://sandbox.embed.apollographql.com',
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+import { LANDING_CSP } from '../graphql/ide';
 
 const API_POLICY: HelmetOptions = {
   contentSecurityPolicy: {
@@ -48,7 +33,8 @@ export function helmetHeaders(options: HelmetOptions): Record<string, string> {
 /**
  * Security headers on every answer (helmet's). The API serves JSON, so its policy allows
  * nothing; /docs keeps Swagger UI's own policy (set by @fastify/swagger-ui for its files, after
- * these), and the development Sandbox page gets the one above.
+ * these), and the development IDE pages get theirs (graphql/ide.ts): the local IDE sets its own,
+ * the landing page that Apollo writes gets it here.
  */
 export async function registerSecurityHeaders(app: FastifyInstance, sandbox: boolean): Promise<void> {
   const headers = helmetHeaders(API_POLICY);
@@ -59,8 +45,9 @@ export async function registerSecurityHeaders(app: FastifyInstance, sandbox: boo
   if (sandbox) {
     app.addHook('onSend', async (request, reply) => {
       const type = reply.getHeader('content-type');
-      if (request.url.startsWith('/graphql') && typeof type === 'string' && type.startsWith('text/html')) {
-        reply.header('content-security-policy', SANDBOX_CSP);
+      const path = request.url.split('?', 1)[0];
+      if (path === '/graphql' && typeof type === 'string' && type.startsWith('text/html')) {
+        reply.header('content-security-policy', LANDING_CSP);
       }
     });
   }

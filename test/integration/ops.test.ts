@@ -47,7 +47,25 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
     expect(docs.headers['content-security-policy']).toMatch(/script-src 'self'/);
     const sandbox = await t.app.inject({ method: 'GET', url: '/graphql', headers: { accept: 'text/html' } });
     expect(sandbox.headers['content-security-policy']).toMatch(/script-src [^;]*https:\/\/embeddable-sandbox\.cdn\.apollographql\.com/);
-    expect(sandbox.body).toContain('embeddable-sandbox.cdn.apollographql.com');
+    const landing = await t.app.inject({ method: 'GET', url: '/graphql/ide/landing.js' });
+    expect(landing.body).toContain('https://embeddable-sandbox.cdn.apollographql.com/');
+  });
+
+  it('serves the offline IDE and every file it loads from this server', async () => {
+    const page = await t.app.inject({ method: 'GET', url: '/graphql/ide' });
+    expect(page.statusCode).toBe(200);
+    const nonce = /<meta name="style-nonce" content="([^"]+)">/.exec(page.body)?.[1];
+    expect(page.headers['content-security-policy']).toContain(`style-src 'self' 'nonce-${nonce}'`);
+    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!).filter((a) => !a.startsWith('data:'));
+    expect(assets).toHaveLength(6);
+    for (const asset of assets) {
+      expect(asset).toMatch(/^\/graphql\/ide\//);
+      const res = await t.app.inject({ method: 'GET', url: asset });
+      expect([asset, res.statusCode, res.headers['content-type']]).toEqual([asset, 200, expect.stringMatching(/^text\/(javascript|css)/)]);
+    }
+    // A second page gets another nonce.
+    expect((await t.app.inject({ method: 'GET', url: '/graphql/ide' })).body).not.toContain(nonce);
+    expect((await t.app.inject({ method: 'GET', url: '/graphql/ide/package.json' })).statusCode).toBe(404);
   });
 
   it('answers bad JSON on /graphql with 400 BAD_USER_INPUT in GraphQL shape', async () => {
@@ -72,9 +90,11 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
     expect(res.json().errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
   });
 
-  it('rejects a syntax error and an unknown field as BAD_USER_INPUT', async () => {
-    expect(errorCode(await gql(t.app, '{ me { id '))).toBe('BAD_USER_INPUT');
-    expect(errorCode(await gql(t.app, '{ me { password } }'))).toBe('BAD_USER_INPUT');
+  it('rejects a syntax error as BAD_USER_INPUT and an unknown field as GRAPHQL_VALIDATION_FAILED, both with 400', async () => {
+    const syntax = await gql(t.app, '{ me { id ');
+    expect([syntax.status, errorCode(syntax)]).toEqual([400, 'BAD_USER_INPUT']);
+    const unknown = await gql(t.app, '{ me { password } }');
+    expect([unknown.status, errorCode(unknown)]).toEqual([400, 'GRAPHQL_VALIDATION_FAILED']);
   });
 
   it('answers request-level GraphQL mistakes with BAD_USER_INPUT, not an internal error', async () => {
@@ -272,7 +292,7 @@ describe('production mode with GRAPHQL_INTROSPECTION=true', () => {
     const res = await gql(t.app, '{ __schema { queryType { name } } }');
     expect(res.data).toEqual({ __schema: { queryType: { name: 'Query' } } });
     const page = await t.app.inject({ method: 'GET', url: '/graphql', headers: { accept: 'text/html' } });
-    expect(page.body).not.toMatch(/sandbox/i);
+    expect(page.body).not.toMatch(/<html|apollographql\.com/i);
   });
 });
 
@@ -286,7 +306,7 @@ describe('production mode', () => {
   it('suggests no field names in errors', async () => {
     const { token } = await createTrainer(t.app);
     const res = await gql(t.app, '{ me { nicknam } }', {}, token);
-    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(errorCode(res)).toBe('GRAPHQL_VALIDATION_FAILED');
     expect(res.errors![0]!.message).not.toMatch(/did you mean|nickname/i);
   });
 
@@ -303,14 +323,31 @@ describe('production mode', () => {
 
   it('suggests nothing for an enum literal', async () => {
     const res = await gql(t.app, 'mutation { registerTrainer(input: { nickname: "abc", firstName: "a", lastName: "b", email: "a@b.co", password: "12345678", team: VALORR }) { id } }');
-    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(errorCode(res)).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(res.errors![0]!.extensions?.fields).toEqual([{ field: 'input.team', message: expect.any(String) }]);
     expect(res.errors![0]!.message).not.toMatch(/did you mean|VALOR"/i);
   });
 
-  it('serves no Sandbox landing page and refuses introspection', async () => {
+  it('answers a browser opening /graphql with a short human message, not the CSRF-prevention error', async () => {
     const page = await t.app.inject({ method: 'GET', url: '/graphql', headers: { accept: 'text/html' } });
-    expect(page.body).not.toMatch(/sandbox/i);
-    const introspection = await gql(t.app, '{ __schema { types { name } } }');
-    expect(errorCode(introspection)).toBe('BAD_USER_INPUT');
+    expect(page.statusCode).toBe(400);
+    expect(page.headers['content-type']).toBe('text/plain; charset=utf-8');
+    expect(page.body).toMatch(/^This is the GraphQL API of the creature registry\. Send POST \/graphql/);
+    expect(page.body).not.toMatch(/<html|apollographql\.com|csrf|apollo-require-preflight/i);
+    expect(page.body).toContain('GRAPHQL_SANDBOX');
+    // A GET that carries a query is still GraphQL's (and still needs a preflight header).
+    const get = await t.app.inject({ method: 'GET', url: '/graphql?query=%7B__typename%7D', headers: { 'apollo-require-preflight': '1' } });
+    expect(get.json()).toEqual({ data: { __typename: 'Query' } });
+  });
+
+  it('refuses introspection with a message that names GRAPHQL_INTROSPECTION', async () => {
+    for (const query of ['{ __schema { types { name } } }', '{ __type(name: "Trainer") { name } }']) {
+      const introspection = await gql(t.app, query);
+      expect(introspection.status).toBe(400);
+      expect(errorCode(introspection)).toBe('GRAPHQL_VALIDATION_FAILED');
+      expect(introspection.errors![0]!.message).toMatch(/GRAPHQL_INTROSPECTION=false/);
+      expect(introspection.errors![0]!.message).not.toMatch(/ApolloServer/);
+    }
+    expect((await gql(t.app, '{ __typename }')).data).toEqual({ __typename: 'Query' });
   });
 });
