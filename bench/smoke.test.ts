@@ -13,7 +13,7 @@ describe('npm run bench -- --quick', () => {
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
   it('measures every case against the baseline and writes JSON, Markdown and an SVG chart', async () => {
-    const root = join(__dirname, '..', '..');
+    const root = join(__dirname, '..');
     const { stdout } = await promisify(execFile)(
       process.execPath,
       ['-r', 'ts-node/register/transpile-only', 'bench/run.ts', '--quick', '--from-source', '--out', out],

@@ -73,6 +73,10 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
       .type('application/json; charset=utf-8')
       .send({ errors: [{ message: error.message, extensions: { code: error.code, ...(fields ? { fields } : {}) } }] });
   }
+  if (status === 401) {
+    // RFC 6750: how to authenticate, and whether the token that came was refused.
+    reply.header('www-authenticate', request.headers.authorization ? 'Bearer realm="creature-registry", error="invalid_token"' : 'Bearer realm="creature-registry"');
+  }
   return reply
     .code(status)
     .type('application/problem+json; charset=utf-8')

@@ -6,11 +6,13 @@ import { AppError, type ErrorCode, type FieldError } from '../errors';
 import { logIfUnexpected, toAppError } from '../http-errors';
 import type { GraphQLContext } from './context';
 
-/** Apollo's own codes for a request the client got wrong: all of them are BAD_USER_INPUT in our catalogue. */
+/**
+ * Apollo's own codes for a request the client got wrong: BAD_USER_INPUT in our catalogue, except
+ * a document that fails validation, which keeps Apollo's standard GRAPHQL_VALIDATION_FAILED.
+ */
 const CLIENT_ERROR_CODES = new Set([
   'BAD_USER_INPUT',
   'GRAPHQL_PARSE_FAILED',
-  'GRAPHQL_VALIDATION_FAILED',
   'BAD_REQUEST',
   'OPERATION_RESOLUTION_FAILURE',
   'PERSISTED_QUERY_NOT_SUPPORTED',
@@ -54,9 +56,12 @@ function literalFields(error: unknown, message: string): FieldError[] | undefine
   return path ? [{ field: path.join('.'), message }] : undefined;
 }
 
+/** Codes only GraphQL answers with (HTTP 400 when the whole request fails), besides the catalogue's. */
+type GraphQLCode = ErrorCode | 'GRAPHQL_VALIDATION_FAILED';
+
 function shaped(
   formatted: GraphQLFormattedError,
-  code: ErrorCode,
+  code: GraphQLCode,
   message: string,
   fields?: readonly FieldError[],
   retryAfter?: number,
@@ -102,6 +107,9 @@ function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLF
     return shaped(formatted, 'METHOD_NOT_ALLOWED', formatted.message);
   }
   const code = formatted.extensions?.code;
+  if (code === 'GRAPHQL_VALIDATION_FAILED') {
+    return shaped(formatted, code, formatted.message, literalFields(error, formatted.message));
+  }
   if (typeof code === 'string' && CLIENT_ERROR_CODES.has(code)) {
     const fields = variableFields(formatted.message) ?? literalFields(error, formatted.message);
     return shaped(formatted, 'BAD_USER_INPUT', formatted.message, fields);

@@ -5,7 +5,10 @@ import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
 import {
   getVariableValues,
   GraphQLError,
+  Kind,
   visit,
+  type FieldNode,
+  type SelectionNode,
   type DocumentNode,
   type GraphQLSchema,
   type ValidationContext,
@@ -13,7 +16,7 @@ import {
 } from 'graphql';
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 
-/** The contract's limits (CONTRACT.md, "Limits"). */
+/** The request limits of docs/api.md, "Limits". */
 export const LIMITS = {
   depth: 8,
   aliases: 30,
@@ -23,23 +26,43 @@ export const LIMITS = {
   directives: 10,
 } as const;
 
-/** Mutations that check a password or create an account: one per request, so aliases cannot batch a brute force. */
+/** Mutations that check a password or create an account: one per operation, so aliases cannot batch a brute force. */
 const CREDENTIAL_FIELDS = new Set(['authenticate', 'registerTrainer']);
 
-const credentialFieldsRule: ValidationRule = (context) => {
-  let count = 0;
-  return {
-    Field(node) {
-      if (!CREDENTIAL_FIELDS.has(node.name.value) || context.getParentType()?.name !== 'Mutation') return;
-      count += 1;
-      if (count === LIMITS.credentialFields + 1) {
-        context.reportError(
-          new GraphQLError(`At most ${LIMITS.credentialFields} authenticate or registerTrainer field per request`, { nodes: [node] }),
-        );
+/**
+ * Counted per operation, as executed: a document may hold a `Register` and a `Login` operation
+ * (only one runs per request), but one operation may not run two credential fields. Fields
+ * reached through fragments count; two selections with the same response key are merged by
+ * GraphQL into one execution, so they count once.
+ */
+const credentialFieldsRule: ValidationRule = (context) => ({
+  OperationDefinition(operation) {
+    if (operation.operation !== 'mutation') return;
+    const keys = new Map<string, FieldNode>();
+    const seen = new Set<string>();
+    const collect = (selections: readonly SelectionNode[]) => {
+      for (const selection of selections) {
+        if (selection.kind === Kind.FIELD) {
+          if (CREDENTIAL_FIELDS.has(selection.name.value)) keys.set(selection.alias?.value ?? selection.name.value, selection);
+        } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+          collect(selection.selectionSet.selections);
+        } else if (!seen.has(selection.name.value)) {
+          seen.add(selection.name.value);
+          const fragment = context.getFragment(selection.name.value);
+          if (fragment) collect(fragment.selectionSet.selections);
+        }
       }
-    },
-  };
-};
+    };
+    collect(operation.selectionSet.selections);
+    if (keys.size > LIMITS.credentialFields) {
+      context.reportError(
+        new GraphQLError(`At most ${LIMITS.credentialFields} authenticate or registerTrainer field per operation`, {
+          nodes: [...keys.values()],
+        }),
+      );
+    }
+  },
+});
 
 /**
  * Validation rules run on every operation before any resolver: graphql-armor's depth (through

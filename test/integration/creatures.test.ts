@@ -147,7 +147,7 @@ describe.each(databases)('creatures on %s', (kind) => {
       {},
       owner.token,
     );
-    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(errorCode(res)).toBe('GRAPHQL_VALIDATION_FAILED');
     expect(res.errors![0]!.extensions!.fields).toEqual([{ field: 'input.speciesId', message: expect.any(String) }]);
   });
 

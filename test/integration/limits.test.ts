@@ -15,13 +15,16 @@ describe('GraphQL request limits', () => {
   afterAll(async () => t.close());
 
   const ask = (query: string, variables: Record<string, unknown> = {}) => gql(t.app, query, variables, me.token);
-  const refused = async (query: string, variables: Record<string, unknown> = {}, pattern?: RegExp) => {
+  /** Limits checked in validation answer GRAPHQL_VALIDATION_FAILED; the cost (it needs the variables) and the token count BAD_USER_INPUT. */
+  const refused = async (query: string, variables: Record<string, unknown> = {}, pattern?: RegExp, code = 'GRAPHQL_VALIDATION_FAILED') => {
     const res = await ask(query, variables);
     expect(res.status).toBe(400);
     expect(res.data ?? null).toBeNull();
-    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(errorCode(res)).toBe(code);
     if (pattern) expect(res.errors![0]!.message).toMatch(pattern);
   };
+  const tooCostly = (query: string, variables: Record<string, unknown> = {}, pattern = /cost/i) =>
+    refused(query, variables, pattern, 'BAD_USER_INPUT');
 
   /** `levels` levels of selection: me { creatures { trainer { creatures { ... { id } } } } }. */
   const deep = (levels: number): string => {
@@ -48,9 +51,29 @@ describe('GraphQL request limits', () => {
     await refused(aliases(31), {}, /alias/i);
   });
 
-  it('refuses two authenticate fields in one request, and runs neither', async () => {
+  it('refuses two authenticate fields in one operation, and runs neither', async () => {
     const query = `mutation { a: authenticate(email: "${me.email}", password: "x1") { token } b: authenticate(email: "${me.email}", password: "x2") { token } }`;
     await refused(query, {}, /authenticate/);
+  });
+
+  it('counts credential fields reached through fragments', async () => {
+    const query = `mutation { a: authenticate(email: "${me.email}", password: "x1") { token } ...Again }
+      fragment Again on Mutation { b: authenticate(email: "${me.email}", password: "x2") { token } }`;
+    await refused(query, {}, /authenticate/);
+  });
+
+  it('runs one operation of a document that holds a Register and a Login operation', async () => {
+    const email = `two_ops_${Date.now()}@example.test`;
+    const query = `mutation Register { registerTrainer(input: { nickname: "two_ops_${Date.now() % 1e6}", firstName: "T", lastName: "O", email: "${email}", password: "password-1", team: VALOR }) { id } }
+      mutation Login { authenticate(email: "${email}", password: "password-1") { token } }`;
+    const send = (operationName: string) =>
+      t.app.inject({ method: 'POST', url: '/graphql', headers: { 'content-type': 'application/json' }, payload: { query, operationName } });
+    const registered = (await send('Register')).json();
+    expect(registered.errors).toBeUndefined();
+    expect(registered.data.registerTrainer.id).toMatch(/^\d+$/);
+    const login = (await send('Login')).json();
+    expect(login.errors).toBeUndefined();
+    expect(login.data.authenticate.token).toEqual(expect.any(String));
   });
 
   it('refuses registerTrainer next to authenticate, and writes nothing', async () => {
@@ -63,30 +86,30 @@ describe('GraphQL request limits', () => {
   });
 
   it('refuses an operation costing more than 5,000: 100 trainers × 50 creatures', async () => {
-    await refused('{ trainers(limit: 100) { items { creatures(limit: 50) { id } } } }', {}, /cost/i);
+    await tooCostly('{ trainers(limit: 100) { items { creatures(limit: 50) { id } } } }');
   });
 
   it('refuses a document whose fragments multiply past what can be measured, instead of letting it through', async () => {
     const fragments = Array.from({ length: 13 }, (_, i) =>
       i < 12 ? `fragment A${i} on Trainer { ...A${i + 1} ...A${i + 1} }` : `fragment A${i} on Trainer { id }`,
     ).join(' ');
-    await refused(`{ trainers(limit: 100) { items { creatures(limit: 50) { id } } } me { ...A0 } } ${fragments}`, {}, /cost|measure/i);
+    await tooCostly(`{ trainers(limit: 100) { items { creatures(limit: 50) { id } } } me { ...A0 } } ${fragments}`, {}, /cost|measure/i);
   });
 
   it('counts list limits given as variables', async () => {
     const query = 'query($t: Int!, $c: Int!) { trainers(limit: $t) { items { creatures(limit: $c) { id } } } }';
-    await refused(query, { t: 100, c: 50 }, /cost/i);
+    await tooCostly(query, { t: 100, c: 50 });
     expect((await ask(query, { t: 10, c: 50 })).errors).toBeUndefined();
     // The same document again, after its cost was remembered for other values.
-    await refused(query, { t: 100, c: 50 }, /cost/i);
-    await refused(query, { t: 50, c: 101 }, /cost|between/i);
-    await refused(query, { c: 50, t: 100 }, /cost/i);
+    await tooCostly(query, { t: 100, c: 50 });
+    await tooCostly(query, { t: 50, c: 101 }, /cost|between/i);
+    await tooCostly(query, { c: 50, t: 100 });
   });
 
   it('measures skipped parts by their directive variables, each time they change', async () => {
     const query = 'query($big: Boolean!) { trainers(limit: 100) { items { creatures(limit: 50) @include(if: $big) { id } } } }';
     expect((await ask(query, { big: false })).errors).toBeUndefined();
-    await refused(query, { big: true }, /cost/i);
+    await tooCostly(query, { big: true });
     expect((await ask(query, { big: false })).errors).toBeUndefined();
   });
 
@@ -105,7 +128,7 @@ describe('GraphQL request limits', () => {
   });
 
   it('refuses a document of more than 1,000 tokens before parsing it all', async () => {
-    await refused(`{ me { ${'id '.repeat(1200)} } }`, {}, /tokens/i);
+    await refused(`{ me { ${'id '.repeat(1200)} } }`, {}, /tokens/i, 'BAD_USER_INPUT');
   });
 
   it('refuses more than 10 directives', async () => {

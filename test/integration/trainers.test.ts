@@ -86,16 +86,17 @@ describe.each(databases)('reading trainers on %s', (kind) => {
   });
 
   it.each([
-    ['a fractional variable', PAGE, { limit: 1.5, offset: 0 }],
-    ['a string variable', PAGE, { limit: '5', offset: 0 }],
-    ['an offset beyond 32 bits', PAGE, { limit: 5, offset: 2 ** 40 }],
-    ['a fractional literal', '{ trainers(limit: 1.5) { limit } }', {}],
-    ['a string literal', '{ trainers(offset: "x") { limit } }', {}],
-    ['an unknown argument', '{ trainers(first: 2) { limit } }', {}],
-  ])('rejects %s as BAD_USER_INPUT', async (_name, query, variables) => {
+    ['a fractional variable', PAGE, { limit: 1.5, offset: 0 }, 'BAD_USER_INPUT'],
+    ['a string variable', PAGE, { limit: '5', offset: 0 }, 'BAD_USER_INPUT'],
+    ['an offset beyond 32 bits', PAGE, { limit: 5, offset: 2 ** 40 }, 'BAD_USER_INPUT'],
+    // Literals in the document are checked when it is validated.
+    ['a fractional literal', '{ trainers(limit: 1.5) { limit } }', {}, 'GRAPHQL_VALIDATION_FAILED'],
+    ['a string literal', '{ trainers(offset: "x") { limit } }', {}, 'GRAPHQL_VALIDATION_FAILED'],
+    ['an unknown argument', '{ trainers(first: 2) { limit } }', {}, 'GRAPHQL_VALIDATION_FAILED'],
+  ])('rejects %s with 400 and its code', async (_name, query, variables, code) => {
     const res = await gql(t.app, query, variables, viewer.token);
     expect(res.status).toBe(400);
-    expect(errorCode(res)).toBe('BAD_USER_INPUT');
+    expect(errorCode(res)).toBe(code);
   });
 
   it.each([
