@@ -1,10 +1,12 @@
-// `npm run openapi`: writes openapi.json from the REST routes' schemas. The test suite fails
-// when the committed file differs from what the code generates.
+// `npm run openapi`: writes openapi.json from the REST routes' schemas. It refuses a breaking
+// change that docs/api-changes.md does not record; the test suite fails when the committed file
+// differs from what the code generates.
 import 'reflect-metadata';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
+import { openApiBreakingChanges, refuseUnrecorded, ROOT } from './api-changes';
 
 export async function generateOpenApi(): Promise<string> {
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', JWT_SECRET: 'x'.repeat(32), LOG_LEVEL: 'silent' });
@@ -19,7 +21,10 @@ export async function generateOpenApi(): Promise<string> {
 if (require.main === module) {
   generateOpenApi()
     .then((text) => {
-      const target = join(__dirname, '..', 'openapi.json');
+      const target = join(ROOT, 'openapi.json');
+      if (existsSync(target)) {
+        refuseUnrecorded('openapi.json', openApiBreakingChanges(JSON.parse(readFileSync(target, 'utf8')), JSON.parse(text)));
+      }
       writeFileSync(target, text);
       process.stdout.write(`wrote ${target}\n`);
     })

@@ -1,13 +1,16 @@
-// `npm run schema`: writes schema.graphql from the resolvers. The test suite fails when the
-// committed file differs from what the code emits.
+// `npm run schema`: writes schema.graphql from the resolvers. It refuses a breaking change that
+// docs/api-changes.md does not record; the test suite fails when the committed file is stale.
 import 'reflect-metadata';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildGraphQLSchema, printSchemaSDL } from '../src/graphql/schema';
+import { graphqlBreakingChanges, refuseUnrecorded, ROOT } from './api-changes';
 
 async function main(): Promise<void> {
-  const target = join(__dirname, '..', 'schema.graphql');
-  writeFileSync(target, printSchemaSDL(await buildGraphQLSchema()));
+  const target = join(ROOT, 'schema.graphql');
+  const emitted = printSchemaSDL(await buildGraphQLSchema());
+  if (existsSync(target)) refuseUnrecorded('schema.graphql', graphqlBreakingChanges(readFileSync(target, 'utf8'), emitted));
+  writeFileSync(target, emitted);
   process.stdout.write(`wrote ${target}\n`);
 }
 
