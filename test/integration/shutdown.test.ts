@@ -62,6 +62,36 @@ function send(port: number, method: string, path: string, body?: unknown, token?
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * A request whose body is held back: its headers are sent now, its body when `finish` is
+ * called. The server has accepted it (it is in flight) for as long as it waits.
+ */
+function heldRequest(port: number, path: string, body: unknown, token?: string): { finish(): void; answer: Promise<Answer> } {
+  const startedAt = Date.now();
+  const payload = JSON.stringify(body);
+  let finish = () => undefined as void;
+  const answer = new Promise<Answer>((resolve) => {
+    const req = request(
+      { host: '127.0.0.1', port, method: 'POST', path, agent: false, headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode, body: text, startedAt, endedAt: Date.now() }));
+      },
+    );
+    req.on('error', (error) => resolve({ error: error.message, body: '', startedAt, endedAt: Date.now() }));
+    req.flushHeaders();
+    req.write(payload.slice(0, 10));
+    finish = () => void req.end(payload.slice(10));
+  });
+  return { finish: () => finish(), answer };
+}
+
 describe.each(databases)('graceful shutdown on %s', (kind) => {
   let child: ChildProcess | undefined;
   let output = '';
@@ -71,7 +101,7 @@ describe.each(databases)('graceful shutdown on %s', (kind) => {
     await drop?.();
   });
 
-  it('drains on SIGTERM: readiness fails at once, accepted requests all succeed, exit 0 within 10 s', async () => {
+  it('drains on SIGTERM: readiness fails at once, every accepted request succeeds, in-flight ones too, exit 0 within 10 s', async () => {
     const database = await createTestDatabase(kind);
     drop = database.drop;
     const port = await freePort();
@@ -85,7 +115,7 @@ describe.each(databases)('graceful shutdown on %s', (kind) => {
         JWT_SECRET: TEST_JWT_SECRET,
         NODE_ENV: 'production',
         LOG_LEVEL: 'info',
-        SHUTDOWN_DELAY_MS: '600',
+        SHUTDOWN_DELAY_MS: '1000',
         // Many logins of one trainer in flight at once would otherwise count against its failure limit.
         LOGIN_MAX_FAILURES: '1000',
       },
@@ -113,32 +143,48 @@ describe.each(databases)('graceful shutdown on %s', (kind) => {
     const id = JSON.parse(registered.body).id as number;
     const token = JSON.parse((await send(port, 'POST', '/trainer/authenticate', { email, password: 'graceful-exit' })).body).token as string;
 
-    const burst: Promise<Answer>[] = [];
-    let sigtermAt = 0;
-    let readyDuringDrain: Answer | undefined;
-    const burstStart = Date.now();
-    // Requests keep coming during the drain delay (600 ms), and stop 200 ms before the server stops
-    // accepting: the ones still in flight then (slow logins) must be answered.
-    for (let i = 0; !sigtermAt || Date.now() - sigtermAt < 400; i += 1) {
-      if (i % 3 === 0) burst.push(send(port, 'POST', '/trainer/authenticate', { email, password: 'graceful-exit' }));
-      else if (i % 3 === 1) burst.push(send(port, 'GET', `/trainer/${id}`, undefined, token));
-      else burst.push(send(port, 'POST', '/graphql', { query: '{ me { id creaturesOwned } }' }, token));
-      if (!sigtermAt && Date.now() - burstStart > 300) {
-        sigtermAt = Date.now();
-        child.kill('SIGTERM');
-        readyDuringDrain = await send(port, 'GET', '/readyz');
-      }
-      await sleep(15);
+    // Counted, not timed: the same mix of requests before and after the signal, whatever the machine's speed.
+    const mix = (i: number) =>
+      i % 3 === 0
+        ? send(port, 'POST', '/trainer/authenticate', { email, password: 'graceful-exit' })
+        : i % 3 === 1
+          ? send(port, 'GET', `/trainer/${id}`, undefined, token)
+          : send(port, 'POST', '/graphql', { query: '{ me { id creaturesOwned } }' }, token);
+    const held = [heldRequest(port, '/trainer/authenticate', { email, password: 'graceful-exit' }), heldRequest(port, '/graphql', { query: '{ me { id } }' }, token)];
+    const before = Array.from({ length: 15 }, (_, i) => mix(i));
+    await sleep(100);
+    const sigtermAt = Date.now();
+    child.kill('SIGTERM');
+    // The signal arrives between two turns of the server's event loop: readiness fails from then on.
+    let readyDuringDrain = await send(port, 'GET', '/readyz');
+    for (let i = 0; i < 20 && readyDuringDrain.status === 200; i += 1) readyDuringDrain = await send(port, 'GET', '/readyz');
+    // Sent during the drain delay: whether each arrives before the server stops accepting depends
+    // on the machine, so only those the server accepted are counted.
+    const during = Array.from({ length: 15 }, (_, i) => mix(i));
+
+    // Once a new connection is refused, the server has stopped accepting: the held requests are
+    // still in flight, and must be answered normally when their bodies arrive.
+    let refused = false;
+    for (let i = 0; i < 200 && !refused; i += 1) {
+      refused = /ECONNREFUSED/.test((await send(port, 'GET', '/healthz')).error ?? '');
+      if (!refused) await sleep(25);
     }
-    const answers = await Promise.all(burst);
+    expect(refused).toBe(true);
+    for (const request of held) request.finish();
+    const heldAnswers = await Promise.all(held.map((request) => request.answer));
+    const beforeAnswers = await Promise.all(before);
+    const duringAnswers = await Promise.all(during);
     const { code, at } = await exited;
 
-    expect(readyDuringDrain?.status).toBe(503);
-    const failures = answers.filter((a) => a.error !== undefined || a.status !== 200);
-    expect(failures).toEqual([]);
-    expect(answers.length).toBeGreaterThan(30);
-    // Some of them were still being answered once the server had stopped accepting.
-    expect(answers.some((a) => a.endedAt > sigtermAt + 600)).toBe(true);
+    expect(readyDuringDrain.status).toBe(503);
+    expect(heldAnswers.map((a) => [a.status, a.error])).toEqual([
+      [200, undefined],
+      [200, undefined],
+    ]);
+    expect(JSON.parse(heldAnswers[1]!.body)).toEqual({ data: { me: { id: String(id) } } });
+    expect(beforeAnswers.filter((a) => a.status !== 200)).toEqual([]);
+    const accepted = duringAnswers.filter((a) => !/ECONNREFUSED/.test(a.error ?? ''));
+    expect(accepted.filter((a) => a.status !== 200)).toEqual([]);
     expect(code).toBe(0);
     expect(at - sigtermAt).toBeLessThan(10_000);
     expect(output).toContain('shut down');
