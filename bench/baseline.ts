@@ -1,5 +1,5 @@
 // The benchmark's baseline: the least work a correct GET /trainer/:id must do, on bare Fastify
-// and the bare driver (../shared/STACK.md, "The benchmark's baseline"): check the HS256 Bearer
+// and the bare driver (bench/README.md, "The baseline"): check the HS256 Bearer
 // token (signature, alg, exp), then ONE round trip reading the trainer, its creature count and
 // whether the caller still exists. Env: PORT, DATABASE_URL (mysql://... or sqlite:<path>), JWT_SECRET.
 import Database from 'better-sqlite3';

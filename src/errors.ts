@@ -1,4 +1,4 @@
-/** The error catalogue shared by both transports (CONTRACT.md, "Errors"). */
+/** The error catalogue shared by both transports (docs/api.md, "Error catalogue"). */
 export const ERROR_STATUS = {
   BAD_USER_INPUT: 400,
   UNAUTHENTICATED: 401,

@@ -36,7 +36,7 @@ export function buildGraphQLSchema(): Promise<GraphQLSchema> {
   });
 }
 
-/** The SDL committed as schema.graphql, in the resolvers' declaration order (as contract.graphql reads). */
+/** The SDL committed as schema.graphql, in the resolvers' declaration order (as clients have always read it). */
 export function printSchemaSDL(schema: GraphQLSchema): string {
   return `${printSchema(schema)}\n`;
 }

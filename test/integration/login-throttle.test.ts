@@ -5,7 +5,7 @@ import { databases, startTestApp, startTestInstances, type TestApp } from '../he
 import { createTrainer, TEST_PASSWORD, type TrainerFixture } from '../helpers/factories';
 
 /*
- * Login throttling (CONTRACT.md, "Limits"): 5 failures per email in the window, 30 attempts per
+ * Login throttling (docs/api.md, "Limits"): 5 failures per email in the window, 30 attempts per
  * client IP a minute, counted the same over GraphQL and REST, and across instances through Redis.
  * Each test logs in from an address of its own, so that tests do not share IP counters.
  */
