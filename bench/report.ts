@@ -27,7 +27,7 @@ export interface Report {
   soakPeakMb?: number;
 }
 
-export interface Summary {
+interface Summary {
   name: string;
   requestsPerSecond: number;
   ratio: number;
@@ -41,7 +41,7 @@ export interface Summary {
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
 
 /** One row per case: the mean over rounds, and its throughput as a ratio to the baseline's. */
-export function summarize(report: Report): Summary[] {
+function summarize(report: Report): Summary[] {
   const names = [...new Set(report.results.map((r) => r.name))];
   const rows = names.map((name) => {
     const runs = report.results.filter((r) => r.name === name);
@@ -61,32 +61,49 @@ export function summarize(report: Report): Summary[] {
 
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '–');
 
-export interface TargetCheck {
+interface TargetCheck {
   target: string;
   measured: string;
   met: boolean | null;
 }
 
 /** The issue's targets, read off this run (null: the run did not measure it). */
-export function checkTargets(report: Report): TargetCheck[] {
+function checkTargets(report: Report): TargetCheck[] {
   const rows = summarize(report);
   const row = (name: string) => rows.find((r) => r.name === name);
   const check = (target: string, value: number | undefined, met: (v: number) => boolean, show: (v: number) => string): TargetCheck =>
-    value === undefined || !Number.isFinite(value) ? { target, measured: '–', met: null } : { target, measured: show(value), met: met(value) };
+    value === undefined || !Number.isFinite(value)
+      ? { target, measured: '–', met: null }
+      : { target, measured: show(value), met: met(value) };
   const ratio = (v: number) => `${fmt(v, 2)}×`;
   const ms = (v: number) => `${fmt(v, 1)} ms`;
   const idle = row('GraphQL trainer(id)');
   const storm = row('GraphQL trainer(id) during 20 concurrent logins');
   const lastSoak = report.soak.at(-1);
-  const growth = report.soak.length === 2 ? ((report.soak[1]!.rssMb - report.soak[0]!.rssMb) / report.soak[0]!.rssMb) * 100 : undefined;
+  const growth = report.soak.length === 2 ? ((report.soak[1].rssMb - report.soak[0].rssMb) / report.soak[0].rssMb) * 100 : undefined;
   return [
     check('GraphQL trainer(id) ≥ 0.60× baseline', idle?.ratio, (v) => v >= 0.6, ratio),
     check('REST GET /trainer/:id ≥ 0.85× baseline', row('REST GET /trainer/:id')?.ratio, (v) => v >= 0.85, ratio),
-    check('trainers page 100 × creatures 10 in ≤ 4 SQL statements', row('GraphQL trainers page 100 × creatures 10')?.statementsPerRequest, (v) => v <= 4, (v) => fmt(v, 2)),
-    check('deep paging (offset n-20) p50 ≤ 25 ms (1 connection)', row('GraphQL deep paging (offset n-20), 1 connection')?.p50, (v) => v <= 25, ms),
+    check(
+      'trainers page 100 × creatures 10 in ≤ 4 SQL statements',
+      row('GraphQL trainers page 100 × creatures 10')?.statementsPerRequest,
+      (v) => v <= 4,
+      (v) => fmt(v, 2),
+    ),
+    check(
+      'deep paging (offset n-20) p50 ≤ 25 ms (1 connection)',
+      row('GraphQL deep paging (offset n-20), 1 connection')?.p50,
+      (v) => v <= 25,
+      ms,
+    ),
     // Two statements (the caller, the page); counting every trainer would make three. Requests cut
     // off when a case ends add a few hundredths (their statements count, their answers do not).
-    check('deep paging without totalCount: caller and page only (2 statements, not 3)', row('GraphQL deep paging (offset n-20)')?.statementsPerRequest, (v) => v < 2.5, (v) => fmt(v, 2)),
+    check(
+      'deep paging without totalCount: caller and page only (2 statements, not 3)',
+      row('GraphQL deep paging (offset n-20)')?.statementsPerRequest,
+      (v) => v < 2.5,
+      (v) => fmt(v, 2),
+    ),
     check(
       'trainer(id) p99 during 20 logins ≤ 3× idle p99',
       storm && idle ? storm.p99 / idle.p99 : undefined,
@@ -99,7 +116,12 @@ export function checkTargets(report: Report): TargetCheck[] {
       (v) => v <= 150,
       (v) => `${v} MB after ${lastSoak?.served} requests`,
     ),
-    check('RSS growth < 10% between two consecutive soak runs', growth, (v) => v < 10, (v) => `${fmt(v, 1)} %`),
+    check(
+      'RSS growth < 10% between two consecutive soak runs',
+      growth,
+      (v) => v < 10,
+      (v) => `${fmt(v, 1)} %`,
+    ),
   ];
 }
 
@@ -108,10 +130,18 @@ const verdict = (met: boolean | null) => (met === null ? 'not measured' : met ? 
 export function renderTable(report: Report): string {
   const rows = summarize(report);
   const header = ['case', 'req/s', 'x baseline', 'p50 ms', 'p99 ms', 'SQL/req', 'errors'];
-  const body = rows.map((r) => [r.name, fmt(r.requestsPerSecond), fmt(r.ratio, 2), fmt(r.p50, 1), fmt(r.p99, 1), fmt(r.statementsPerRequest, 2), String(r.errors)]);
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  const growth = report.soak.length === 2 ? ((report.soak[1]!.rssMb - report.soak[0]!.rssMb) / report.soak[0]!.rssMb) * 100 : NaN;
+  const body = rows.map((r) => [
+    r.name,
+    fmt(r.requestsPerSecond),
+    fmt(r.ratio, 2),
+    fmt(r.p50, 1),
+    fmt(r.p99, 1),
+    fmt(r.statementsPerRequest, 2),
+    String(r.errors),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  const growth = report.soak.length === 2 ? ((report.soak[1].rssMb - report.soak[0].rssMb) / report.soak[0].rssMb) * 100 : NaN;
   return [
     `${report.mode} — ${report.machine}`,
     line(header),
@@ -177,8 +207,20 @@ export function renderChart(report: Report): string {
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${labelWidth + chartWidth + 120}" height="${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="100%" height="100%" fill="white"/>`,
-    ...panel('Throughput (× baseline, same run)', 0, (r) => r.ratio, maxRatio, (r) => `${fmt(r.ratio, 2)}× (${fmt(r.requestsPerSecond)}/s)`),
-    ...panel('p99 latency (ms)', panelHeight + 10, (r) => r.p99, maxP99, (r) => `${fmt(r.p99, 1)} ms`),
+    ...panel(
+      'Throughput (× baseline, same run)',
+      0,
+      (r) => r.ratio,
+      maxRatio,
+      (r) => `${fmt(r.ratio, 2)}× (${fmt(r.requestsPerSecond)}/s)`,
+    ),
+    ...panel(
+      'p99 latency (ms)',
+      panelHeight + 10,
+      (r) => r.p99,
+      maxP99,
+      (r) => `${fmt(r.p99, 1)} ms`,
+    ),
     '</svg>',
     '',
   ].join('\n');

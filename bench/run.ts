@@ -69,10 +69,10 @@ async function databaseUrl(): Promise<{ url: string; seeded: boolean }> {
       // Creatures the create/delete case left when it was cut off between a create and its
       // delete (named b<hex>; the seed's are "Creature n"): without them the sizes match again.
       await admin.query(`DELETE FROM \`${name}\`.creature WHERE trainer_id = 1 AND name LIKE 'b%'`).catch(() => undefined);
-      const [rows] = await admin.query(
-        `SELECT (SELECT COUNT(*) FROM \`${name}\`.trainer) AS t, (SELECT COUNT(*) FROM \`${name}\`.creature) AS c`,
-      ).catch(() => [[{ t: -1, c: -1 }]] as const);
-      const counts = (rows as { t: number; c: number }[])[0]!;
+      const [rows] = await admin
+        .query(`SELECT (SELECT COUNT(*) FROM \`${name}\`.trainer) AS t, (SELECT COUNT(*) FROM \`${name}\`.creature) AS c`)
+        .catch(() => [[{ t: -1, c: -1 }]] as const);
+      const counts = (rows as { t: number; c: number }[])[0];
       if (Number(counts.t) === options.trainers && Number(counts.c) === options.creatures) return { url, seeded: true };
     }
     await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
@@ -97,7 +97,10 @@ async function waitFor(url: string, child: ChildProcess, seconds = 120): Promise
   const deadline = Date.now() + seconds * 1000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${url}: the process exited (${child.exitCode})`);
-    const status = await fetch(url).then((r) => r.status, () => 0);
+    const status = await fetch(url).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) return;
     await sleep(200);
   }
@@ -146,7 +149,9 @@ interface CaseSpec {
 
 function run(url: string, requests: AutocannonRequest[], connections: number, duration: number): Promise<Result> {
   return new Promise((resolvePromise, reject) => {
-    autocannon({ url, connections, duration, requests }, (error, result) => (error ? reject(error) : resolvePromise(result)));
+    autocannon({ url, connections, duration, requests }, (error: unknown, result) =>
+      error ? reject(error instanceof Error ? error : new Error('autocannon failed', { cause: error })) : resolvePromise(result),
+    );
   });
 }
 
@@ -181,11 +186,15 @@ async function main(): Promise<void> {
     WORKERS: options.workers,
   };
   let service = start(entry, serviceEnv, 'service');
-  const baseline = start(['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'], {
-    PORT: String(baselinePort),
-    DATABASE_URL: url,
-    JWT_SECRET,
-  }, 'baseline');
+  const baseline = start(
+    ['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'],
+    {
+      PORT: String(baselinePort),
+      DATABASE_URL: url,
+      JWT_SECRET,
+    },
+    'baseline',
+  );
   const serviceBase = `http://127.0.0.1:${servicePort}`;
   const baselineBase = `http://127.0.0.1:${baselinePort}`;
 
@@ -201,7 +210,11 @@ async function main(): Promise<void> {
     const n = options.trainers;
     const randomId = () => 1 + Math.floor(Math.random() * n);
     const gqlBody = (query: string, variables: Record<string, unknown> = {}) => JSON.stringify({ query, variables });
-    const get = (path: () => string): AutocannonRequest => ({ method: 'GET', headers: auth, setupRequest: (req) => ({ ...req, path: path() }) });
+    const get = (path: () => string): AutocannonRequest => ({
+      method: 'GET',
+      headers: auth,
+      setupRequest: (req) => ({ ...req, path: path() }),
+    });
     const graphql = (query: string, variables: () => Record<string, unknown>): AutocannonRequest => ({
       method: 'POST',
       path: '/graphql',
@@ -209,19 +222,33 @@ async function main(): Promise<void> {
       setupRequest: (req) => ({ ...req, body: gqlBody(query, variables()) }),
     });
     const TRAINER = 'query Trainer($id: ID!) { trainer(id: $id) { id nickname firstName lastName team creaturesOwned createdAt } }';
-    const PAGE = 'query Page($offset: Int!) { trainers(limit: 100, offset: $offset) { items { id nickname creaturesOwned creatures(limit: 10) { id name level } } } }';
+    const PAGE =
+      'query Page($offset: Int!) { trainers(limit: 100, offset: $offset) { items { id nickname creaturesOwned creatures(limit: 10) { id name level } } } }';
     const DEEP = 'query Deep($offset: Int!) { trainers(limit: 20, offset: $offset) { items { id nickname } } }';
 
     const cases: CaseSpec[] = [
       { name: 'baseline GET /trainer/:id', target: 'baseline', requests: [get(() => `/trainer/${randomId()}`)] },
       { name: 'GraphQL trainer(id)', target: 'service', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
       { name: 'REST GET /trainer/:id', target: 'service', requests: [get(() => `/trainer/${randomId()}`)] },
-      { name: 'REST GET /trainer (list)', target: 'service', requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * (n - 20))}`)] },
-      { name: 'GraphQL trainers page 100 × creatures 10', target: 'service', requests: [graphql(PAGE, () => ({ offset: Math.floor(Math.random() * Math.max(1, n - 100)) }))] },
+      {
+        name: 'REST GET /trainer (list)',
+        target: 'service',
+        requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * (n - 20))}`)],
+      },
+      {
+        name: 'GraphQL trainers page 100 × creatures 10',
+        target: 'service',
+        requests: [graphql(PAGE, () => ({ offset: Math.floor(Math.random() * Math.max(1, n - 100)) }))],
+      },
       { name: 'GraphQL deep paging (offset n-20)', target: 'service', requests: [graphql(DEEP, () => ({ offset: n - 20 }))] },
       // At 50 connections every p50 is mostly queueing (about 50 / throughput, 4-5 ms even for the
       // baseline); one connection measures what a deep page itself takes.
-      { name: 'GraphQL deep paging (offset n-20), 1 connection', target: 'service', connections: 1, requests: [graphql(DEEP, () => ({ offset: n - 20 }))] },
+      {
+        name: 'GraphQL deep paging (offset n-20), 1 connection',
+        target: 'service',
+        connections: 1,
+        requests: [graphql(DEEP, () => ({ offset: n - 20 }))],
+      },
       {
         name: 'GraphQL createCreature + deleteCreature',
         target: 'service',
@@ -237,14 +264,18 @@ async function main(): Promise<void> {
               }),
             }),
             onResponse: (_status, body, context) => {
-              (context as { id?: string }).id = (JSON.parse(body) as { data?: { createCreature?: { id: string } } }).data?.createCreature?.id;
+              (context as { id?: string }).id = (JSON.parse(body) as { data?: { createCreature?: { id: string } } }).data?.createCreature
+                ?.id;
             },
           },
           {
             method: 'POST',
             path: '/graphql',
             headers: auth,
-            setupRequest: (req, context) => ({ ...req, body: gqlBody('mutation D($id: ID!) { deleteCreature(id: $id) { id } }', { id: (context as { id?: string }).id ?? '1' }) }),
+            setupRequest: (req, context) => ({
+              ...req,
+              body: gqlBody('mutation D($id: ID!) { deleteCreature(id: $id) { id } }', { id: (context as { id?: string }).id ?? '1' }),
+            }),
           },
         ],
       },
@@ -283,23 +314,37 @@ async function main(): Promise<void> {
     // trainer(id) while 20 logins hash at once.
     const STORM = 'GraphQL trainer(id) during 20 concurrent logins';
     if (wanted(STORM)) {
-    const storm = run(serviceBase, [{ method: 'POST', path: '/trainer/authenticate', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench2@bench.test', password: BENCH_PASSWORD }) }], 20, options.duration + 1);
-    await sleep(500);
-    const during = await run(serviceBase, cases[1]!.requests, options.connections, options.duration);
-    const stormResult = await storm;
-    results.push({
-      name: STORM,
-      round: 1,
-      requestsPerSecond: during.requests.average,
-      p50: during.latency.p50,
-      p99: during.latency.p99,
-      errors: during.errors + during.timeouts + during.non2xx,
-      statementsPerRequest: NaN,
-      note: `${Math.round(stormResult.requests.average)} logins/s`,
-    });
+      const storm = run(
+        serviceBase,
+        [
+          {
+            method: 'POST',
+            path: '/trainer/authenticate',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ email: 'bench2@bench.test', password: BENCH_PASSWORD }),
+          },
+        ],
+        20,
+        options.duration + 1,
+      );
+      await sleep(500);
+      const during = await run(serviceBase, cases[1].requests, options.connections, options.duration);
+      const stormResult = await storm;
+      results.push({
+        name: STORM,
+        round: 1,
+        requestsPerSecond: during.requests.average,
+        p50: during.latency.p50,
+        p99: during.latency.p99,
+        errors: during.errors + during.timeouts + during.non2xx,
+        statementsPerRequest: NaN,
+        note: `${Math.round(stormResult.requests.average)} logins/s`,
+      });
     }
     if (args.only) {
-      process.stdout.write(`${results.map((r) => `${r.name}: ${Math.round(r.requestsPerSecond)} req/s p50 ${r.p50} p99 ${r.p99} SQL/req ${r.statementsPerRequest} ${r.note ?? ''}`).join('\n')}\n`);
+      process.stdout.write(
+        `${results.map((r) => `${r.name}: ${Math.round(r.requestsPerSecond)} req/s p50 ${r.p50} p99 ${r.p99} SQL/req ${r.statementsPerRequest} ${r.note ?? ''}`).join('\n')}\n`,
+      );
       return;
     }
 
@@ -312,7 +357,7 @@ async function main(): Promise<void> {
     await waitFor(`${serviceBase}/readyz`, service);
     const soak: Report['soak'] = [];
     for (let i = 0; i < 2; i += 1) {
-      const result = await run(serviceBase, cases[1]!.requests, options.connections, options.soak);
+      const result = await run(serviceBase, cases[1].requests, options.connections, options.soak);
       soak.push({ requests: result.requests.total, served: (await counters(serviceBase)).requests, rssMb: memory(service.pid!).rssMb });
     }
 

@@ -21,7 +21,15 @@ describe('npm run bench -- --quick', () => {
     );
     const files = readdirSync(out).sort();
     expect(files.map((f) => f.replace(/^.*\./, ''))).toEqual(['json', 'md', 'svg']);
-    const report = JSON.parse(readFileSync(join(out, files.find((f) => f.endsWith('.json'))!), 'utf8')) as {
+    const report = JSON.parse(
+      readFileSync(
+        join(
+          out,
+          files.find((f) => f.endsWith('.json'))!,
+        ),
+        'utf8',
+      ),
+    ) as {
       results: { name: string; requestsPerSecond: number; statementsPerRequest: number; errors: number }[];
       memory: { peakMb: number };
     };
@@ -46,6 +54,14 @@ describe('npm run bench -- --quick', () => {
     // The targets are read off the run, each with what was measured.
     expect(stdout).toMatch(/(met|NOT met|not measured) +GraphQL trainer\(id\) ≥ 0\.60× baseline: /);
     expect(stdout).toMatch(/met +trainers page 100 × creatures 10 in ≤ 4 SQL statements: [\d.]+/);
-    expect(readFileSync(join(out, files.find((f) => f.endsWith('.svg'))!), 'utf8')).toMatch(/^<svg [^>]*>/);
+    expect(
+      readFileSync(
+        join(
+          out,
+          files.find((f) => f.endsWith('.svg'))!,
+        ),
+        'utf8',
+      ),
+    ).toMatch(/^<svg [^>]*>/);
   }, 180_000);
 });

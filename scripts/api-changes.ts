@@ -16,8 +16,6 @@ export function graphqlBreakingChanges(before: string, after: string): string[] 
 type Json = Record<string, unknown>;
 type Schema = Json & { $ref?: string; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[] };
 
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /**
  * Each breaking change between two OpenAPI documents, for a client written against `before`:
  * a path, method, parameter or success answer gone; a request it sent now refused (a new
@@ -47,12 +45,14 @@ export function openApiBreakingChanges(before: Json, after: Json): string[] {
     const oldEnum = old.enum ?? [];
     const newEnum = neu.enum ?? [];
     if (direction === 'request') {
-      for (const value of oldEnum) if (!newEnum.includes(value)) changes.push(`${where}: value ${JSON.stringify(value)} is no longer accepted`);
+      for (const value of oldEnum)
+        if (!newEnum.includes(value)) changes.push(`${where}: value ${JSON.stringify(value)} is no longer accepted`);
       if (old.enum === undefined && neu.enum !== undefined) changes.push(`${where}: now limited to ${JSON.stringify(newEnum)}`);
       const narrower = (key: string, tighter: (o: number, n: number) => boolean) => {
         const o = old[key];
         const n = neu[key];
-        if (typeof n === 'number' && (typeof o !== 'number' || tighter(o, n))) changes.push(`${where}: ${key} ${String(o ?? 'none')} became ${n}`);
+        if (typeof n === 'number' && (typeof o !== 'number' || tighter(o, n)))
+          changes.push(`${where}: ${key} ${JSON.stringify(o ?? 'none')} became ${n}`);
       };
       narrower('minimum', (o, n) => n > o);
       narrower('exclusiveMinimum', (o, n) => n > o);
@@ -62,15 +62,18 @@ export function openApiBreakingChanges(before: Json, after: Json): string[] {
       narrower('exclusiveMaximum', (o, n) => n < o);
       narrower('maxLength', (o, n) => n < o);
       narrower('maxItems', (o, n) => n < o);
-      if (neu.pattern !== undefined && neu.pattern !== old.pattern) changes.push(`${where}: pattern ${String(old.pattern ?? 'none')} became ${String(neu.pattern)}`);
-      if (neu.format !== undefined && neu.format !== old.format) changes.push(`${where}: format ${String(old.format ?? 'none')} became ${String(neu.format)}`);
+      if (neu.pattern !== undefined && neu.pattern !== old.pattern)
+        changes.push(`${where}: pattern ${JSON.stringify(old.pattern ?? 'none')} became ${JSON.stringify(neu.pattern)}`);
+      if (neu.format !== undefined && neu.format !== old.format)
+        changes.push(`${where}: format ${JSON.stringify(old.format ?? 'none')} became ${JSON.stringify(neu.format)}`);
       const oldRequired = new Set(old.required ?? []);
       for (const name of neu.required ?? []) if (!oldRequired.has(name)) changes.push(`${where}.${name}: now required`);
       for (const name of Object.keys(old.properties ?? {})) {
         if (!(name in (neu.properties ?? {})) && neu.additionalProperties === false) changes.push(`${where}.${name}: no longer accepted`);
       }
     } else {
-      for (const value of newEnum) if (old.enum !== undefined && !oldEnum.includes(value)) changes.push(`${where}: may now be ${JSON.stringify(value)}`);
+      for (const value of newEnum)
+        if (old.enum !== undefined && !oldEnum.includes(value)) changes.push(`${where}: may now be ${JSON.stringify(value)}`);
       const newRequired = new Set(neu.required ?? []);
       for (const name of old.required ?? []) if (!newRequired.has(name)) changes.push(`${where}.${name}: no longer always present`);
       for (const name of Object.keys(old.properties ?? {})) {
@@ -138,7 +141,7 @@ export function openApiBreakingChanges(before: Json, after: Json): string[] {
 /** The breaking changes that docs/api-changes.md records: each bullet of it that starts with a `quoted` change. */
 export function recordedBreakingChanges(text = readFileSync(CHANGES_FILE, 'utf8')): Set<string> {
   const recorded = new Set<string>();
-  for (const match of text.matchAll(/^- `([^`]+)`/gm)) recorded.add(match[1]!);
+  for (const match of text.matchAll(/^- `([^`]+)`/gm)) recorded.add(match[1]);
   return recorded;
 }
 

@@ -23,7 +23,13 @@ if (require.main === module) {
     .then((text) => {
       const target = join(ROOT, 'openapi.json');
       if (existsSync(target)) {
-        refuseUnrecorded('openapi.json', openApiBreakingChanges(JSON.parse(readFileSync(target, 'utf8')), JSON.parse(text)));
+        refuseUnrecorded(
+          'openapi.json',
+          openApiBreakingChanges(
+            JSON.parse(readFileSync(target, 'utf8')) as Record<string, unknown>,
+            JSON.parse(text) as Record<string, unknown>,
+          ),
+        );
       }
       writeFileSync(target, text);
       process.stdout.write(`wrote ${target}\n`);

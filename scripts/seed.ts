@@ -59,8 +59,7 @@ async function main(): Promise<void> {
     }
     const where = config.database.type === 'sqlite' ? config.database.path : 'MySQL';
     process.stdout.write(
-      `Seeded ${DEMO.length} demo trainers into ${where}.\n` +
-        `Demo login: email ${DEMO[0]!.trainer.email}, password ${DEMO_PASSWORD}\n`,
+      `Seeded ${DEMO.length} demo trainers into ${where}.\n` + `Demo login: email ${DEMO[0].trainer.email}, password ${DEMO_PASSWORD}\n`,
     );
   } finally {
     await dataSource.destroy();

@@ -63,9 +63,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // One line per request is written by the observability hook, with route, operation and trainer.
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy:
-      typeof config.trustProxy === 'number'
-        ? (_address: string, hop: number) => hop < (config.trustProxy as number)
-        : config.trustProxy,
+      typeof config.trustProxy === 'number' ? (_address: string, hop: number) => hop < (config.trustProxy as number) : config.trustProxy,
     clientErrorHandler,
     // Long path ids must reach validation (400 BAD_USER_INPUT), not the router's own 414; Node's
     // 16 KiB header limit bounds URLs anyway.

@@ -4,18 +4,13 @@ import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 
-export type DatabaseConfig =
-  | { readonly type: 'sqlite'; readonly path: string }
-  | { readonly type: 'mysql'; readonly url: string };
+export type DatabaseConfig = { readonly type: 'sqlite'; readonly path: string } | { readonly type: 'mysql'; readonly url: string };
 
 export interface Config {
   readonly port: number;
   readonly host: string;
-  readonly nodeEnv: 'development' | 'production' | 'test';
   readonly isProduction: boolean;
   readonly database: DatabaseConfig;
-  /** Folder for local state (the SQLite file, the generated development JWT secret). */
-  readonly dataDir: string;
   readonly jwtSecret: string;
   readonly jwtTtlSeconds: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -42,7 +37,7 @@ export class ConfigError extends Error {
   }
 }
 
-export const DEFAULT_DATABASE_URL = 'sqlite:./data/registry.sqlite';
+const DEFAULT_DATABASE_URL = 'sqlite:./data/registry.sqlite';
 const MIN_SECRET_BYTES = 32;
 
 const DURATION = /^(\d+)(ms|s|m|h|d)?$/;
@@ -52,7 +47,7 @@ const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, 
 export function parseDuration(text: string): number | undefined {
   const match = DURATION.exec(text.trim());
   if (!match) return undefined;
-  const seconds = Math.floor(Number(match[1]) * UNIT_SECONDS[match[2] ?? 's']!);
+  const seconds = Math.floor(Number(match[1]) * UNIT_SECONDS[match[2] ?? 's']);
   return seconds >= 1 ? seconds : undefined;
 }
 
@@ -110,7 +105,12 @@ const envSchema = z.object({
   CORS_ORIGINS: z
     .string()
     .default('')
-    .transform((s) => s.split(',').map((o) => o.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.url({ message: 'must be a comma-separated list of origins like https://app.example.com' }))),
   GRAPHQL_INTROSPECTION: flag.optional(),
   GRAPHQL_SANDBOX: flag.optional(),
@@ -137,7 +137,7 @@ const envSchema = z.object({
 type Env = Record<string, string | undefined>;
 
 function describe(error: z.ZodError): string {
-  const issue = error.issues[0]!;
+  const issue = error.issues[0];
   const name = String(issue.path[0] ?? 'environment');
   return `Invalid configuration: ${name} ${issue.message}`;
 }
@@ -147,7 +147,7 @@ function present(env: Env): Env {
   return Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
 }
 
-export function dataDirFor(database: DatabaseConfig): string {
+function dataDirFor(database: DatabaseConfig): string {
   return database.type === 'sqlite' && database.path !== ':memory:' ? dirname(database.path) : resolve('data');
 }
 
@@ -203,9 +203,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (jwtSecret === undefined) {
     if (isProduction) {
-      throw new ConfigError(
-        `Invalid configuration: JWT_SECRET is required in production (at least ${MIN_SECRET_BYTES} bytes)`,
-      );
+      throw new ConfigError(`Invalid configuration: JWT_SECRET is required in production (at least ${MIN_SECRET_BYTES} bytes)`);
     }
     jwtSecret = developmentSecret(dataDir);
   }
@@ -213,10 +211,8 @@ export function loadConfig(env: Env = process.env): Config {
   return Object.freeze({
     port: e.PORT,
     host: e.HOST,
-    nodeEnv: e.NODE_ENV,
     isProduction,
     database: Object.freeze(e.DATABASE_URL),
-    dataDir,
     jwtSecret,
     jwtTtlSeconds: e.JWT_TTL,
     logLevel: e.LOG_LEVEL,

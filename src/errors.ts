@@ -33,14 +33,4 @@ export class AppError extends Error {
     super(message);
     this.name = 'AppError';
   }
-
-  get status(): number {
-    return ERROR_STATUS[this.code];
-  }
 }
-
-export const badInput = (field: string, message: string): AppError =>
-  new AppError('BAD_USER_INPUT', `Invalid ${field}: ${message}`, [{ field, message }]);
-
-export const unauthenticated = (message = 'Authentication required'): AppError =>
-  new AppError('UNAUTHENTICATED', message);

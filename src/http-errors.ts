@@ -75,7 +75,10 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
   }
   if (status === 401) {
     // RFC 6750: how to authenticate, and whether the token that came was refused.
-    reply.header('www-authenticate', request.headers.authorization ? 'Bearer realm="creature-registry", error="invalid_token"' : 'Bearer realm="creature-registry"');
+    reply.header(
+      'www-authenticate',
+      request.headers.authorization ? 'Bearer realm="creature-registry", error="invalid_token"' : 'Bearer realm="creature-registry"',
+    );
   }
   return reply
     .code(status)
@@ -98,9 +101,7 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
  * Allow; a CORS preflight never gets there, the CORS hook answers it first.
  */
 export function methodNotAllowed(app: FastifyInstance, url: string, allowed: readonly string[]): void {
-  const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : []), ...(allowed.includes('OPTIONS') ? [] : ['OPTIONS'])].join(
-    ', ',
-  );
+  const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : []), ...(allowed.includes('OPTIONS') ? [] : ['OPTIONS'])].join(', ');
   app.route({
     method: METHODS.filter((m) => !allowed.includes(m)),
     url,
@@ -154,7 +155,7 @@ export function registerStrictJsonParser(app: FastifyInstance): void {
       done(new AppError('BAD_USER_INPUT', 'The body is not valid UTF-8'), undefined);
       return;
     }
-    parseJson(request, text, done);
+    void parseJson(request, text, done);
   });
 }
 

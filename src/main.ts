@@ -52,16 +52,18 @@ async function main(): Promise<void> {
     const delay = new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
     // Whatever is still open 8.5 s in (a client trickling its body) is cut, so the exit stays clean.
     setTimeout(() => app.server.closeAllConnections(), 8_500).unref();
-    delay.then(() => app.close()).then(
-      () => {
-        app.log.info('shut down');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        app.log.error({ err: error }, 'error while shutting down');
-        process.exit(1);
-      },
-    );
+    delay
+      .then(() => app.close())
+      .then(
+        () => {
+          app.log.info('shut down');
+          process.exit(0);
+        },
+        (error: unknown) => {
+          app.log.error({ err: error }, 'error while shutting down');
+          process.exit(1);
+        },
+      );
   };
 
   await app.listen({ port: config.port, host: config.host });

@@ -3,8 +3,8 @@ import { createSecretKey, type KeyObject } from 'node:crypto';
 import { parseId } from '../common/validation';
 
 /** The only module that touches jsonwebtoken: algorithm pinned, every claim set and required. */
-export const JWT_ISSUER = 'creature-registry';
-export const JWT_AUDIENCE = 'creature-registry';
+const JWT_ISSUER = 'creature-registry';
+const JWT_AUDIENCE = 'creature-registry';
 const ALGORITHM = 'HS256';
 /** How many verified tokens are remembered (about 3 MB at most). */
 const VERIFIED_TOKENS = 10_000;

@@ -46,8 +46,8 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const parts = stored.split('$');
   if (parts.length !== 6 || parts[0] !== PREFIX) return false;
   const [N, r, p] = parts.slice(1, 4).map(Number) as [number, number, number];
-  const expected = Buffer.from(parts[5]!, 'base64url');
-  const actual = await derive(password, Buffer.from(parts[4]!, 'base64url'), { N, r, p });
+  const expected = Buffer.from(parts[5], 'base64url');
+  const actual = await derive(password, Buffer.from(parts[4], 'base64url'), { N, r, p });
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 

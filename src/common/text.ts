@@ -17,6 +17,7 @@ export const normalizeEmail = (value: string): string => normalizeText(value).to
 export const foldCase = (value: string): string => value.toUpperCase().toLowerCase().normalize('NFC');
 
 /** C0 and C1 controls, bidirectional overrides and isolates (text-spoofing), and noncharacters. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_CHARS = /[\u0000-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069\uFFFE\uFFFF]/;
 
 /** Well-formed UTF-16 (no lone surrogates, which databases would silently replace) without control characters. */

@@ -24,12 +24,7 @@ export function IsEntityId(options?: ValidationOptions): PropertyDecorator {
     });
 }
 
-function textRule(
-  name: string,
-  message: string,
-  test: (value: string) => boolean,
-  options?: ValidationOptions,
-): PropertyDecorator {
+function textRule(name: string, message: string, test: (value: string) => boolean, options?: ValidationOptions): PropertyDecorator {
   return (target, propertyName) =>
     registerDecorator({
       name,

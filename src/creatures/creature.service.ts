@@ -118,7 +118,7 @@ export class CreatureService {
       this.trainerExists(trainerId),
     ]);
     if (!exists) throw new AppError('NOT_FOUND', `No trainer with id ${trainerId}`);
-    return { items: items!, totalCount: totalCount!, limit, offset };
+    return { items: items, totalCount: totalCount, limit, offset };
   }
 
   private trainerExists(id: number): Promise<boolean> {

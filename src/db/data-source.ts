@@ -6,7 +6,7 @@ import { Creature } from '../creatures/creature.entity';
 import { Trainer } from '../trainers/trainer.entity';
 import { migrations } from './migrations/index';
 
-export const entities = [Trainer, Creature];
+const entities = [Trainer, Creature];
 
 export interface DataSourceExtras {
   /** Called with every SQL statement sent (tests and the benchmark count them). */
@@ -30,7 +30,7 @@ function appLogger({ onQuery, warn }: DataSourceExtras): Logger {
   };
 }
 
-export function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): DataSourceOptions {
+function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): DataSourceOptions {
   const common = {
     entities,
     migrations,
@@ -68,7 +68,14 @@ export function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras =
     poolSize: 10,
     // Prepared statements kept per connection (closed on the server when evicted): 10 x 64 stays
     // far below MariaDB's max_prepared_stmt_count (16,382 for the whole server).
-    extra: { maxPreparedStatements: 64, enableKeepAlive: true, keepAliveInitialDelay: 10_000, maxIdle: 10, idleTimeout: 60_000, queueLimit: 500 },
+    extra: {
+      maxPreparedStatements: 64,
+      enableKeepAlive: true,
+      keepAliveInitialDelay: 10_000,
+      maxIdle: 10,
+      idleTimeout: 60_000,
+      queueLimit: 500,
+    },
   };
 }
 

@@ -36,7 +36,12 @@ export function uniqueViolation(error: unknown): string | undefined {
   }
   if (e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     const columns = /UNIQUE constraint failed: (.+)$/.exec(message)?.[1] ?? '';
-    return columns.split(',').map((c) => c.trim().split('.').pop()).pop() ?? '';
+    return (
+      columns
+        .split(',')
+        .map((c) => c.trim().split('.').pop())
+        .pop() ?? ''
+    );
   }
   return undefined;
 }

@@ -36,9 +36,9 @@ interface RawPool {
  * double) are parsed once per connection, which saves the database's CPU on every call after.
  */
 export function selectRows<T>(dataSource: DataSource, sql: string, params: unknown[], { prepared = false } = {}): Promise<T[]> {
-  if (!isMysql(dataSource)) return dataSource.query(sql, params) as Promise<T[]>;
+  if (!isMysql(dataSource)) return dataSource.query<T[]>(sql, params);
   const pool = (dataSource.driver as unknown as { pool?: RawPool }).pool;
-  if (!pool) return dataSource.query(sql, params) as Promise<T[]>;
+  if (!pool) return dataSource.query<T[]>(sql, params);
   const logger = dataSource.logger;
   logger.logQuery(sql);
   const started = performance.now();

@@ -19,12 +19,13 @@ const CLIENT_ERROR_CODES = new Set([
   'PERSISTED_QUERY_NOT_FOUND',
 ]);
 
-const VARIABLE_ERROR = /^Variable "\$([\w]+)" (?:got invalid value(?: .*?)? at "([\w.[\]]+)"|got invalid value|of required type|of non-null type)/;
+const VARIABLE_ERROR =
+  /^Variable "\$([\w]+)" (?:got invalid value(?: .*?)? at "([\w.[\]]+)"|got invalid value|of required type|of non-null type)/;
 
 function variableFields(message: string): FieldError[] | undefined {
   const match = VARIABLE_ERROR.exec(message);
   if (!match) return undefined;
-  return [{ field: match[2] ?? match[1]!, message }];
+  return [{ field: match[2] ?? match[1], message }];
 }
 
 type Located = { loc?: { start: number; end: number } };
@@ -59,13 +60,7 @@ function literalFields(error: unknown, message: string): FieldError[] | undefine
 /** Codes only GraphQL answers with (HTTP 400 when the whole request fails), besides the catalogue's. */
 type GraphQLCode = ErrorCode | 'GRAPHQL_VALIDATION_FAILED';
 
-function shaped(
-  formatted: GraphQLFormattedError,
-  code: GraphQLCode,
-  message: string,
-  fields?: readonly FieldError[],
-  retryAfter?: number,
-) {
+function shaped(formatted: GraphQLFormattedError, code: GraphQLCode, message: string, fields?: readonly FieldError[], retryAfter?: number) {
   return {
     message,
     ...(formatted.locations ? { locations: formatted.locations } : {}),

@@ -35,10 +35,15 @@ export const LANDING_CSP = [
  * react-remove-scroll), which carries the page's nonce (it reads `__webpack_nonce__`, set by
  * ide.js from the page's meta tag); its stylesheet embeds fonts and icons as data: URLs.
  */
-export const ideCsp = (nonce: string): string =>
-  [...COMMON_POLICY, "script-src 'self'", `style-src 'self' 'nonce-${nonce}'`, 'font-src data:', 'img-src data:', "connect-src 'self'"].join(
-    '; ',
-  );
+const ideCsp = (nonce: string): string =>
+  [
+    ...COMMON_POLICY,
+    "script-src 'self'",
+    `style-src 'self' 'nonce-${nonce}'`,
+    'font-src data:',
+    'img-src data:',
+    "connect-src 'self'",
+  ].join('; ');
 
 const page = (title: string, head: string, body: string) => `<!doctype html>
 <html lang="en">
@@ -98,17 +103,18 @@ const LANDING_JS = `(function () {
 })();
 `;
 
-const ideHtml = (nonce: string) => page(
-  'Creature registry: GraphiQL',
-  `<meta name="style-nonce" content="${nonce}">
+const ideHtml = (nonce: string) =>
+  page(
+    'Creature registry: GraphiQL',
+    `<meta name="style-nonce" content="${nonce}">
 <link rel="stylesheet" href="${IDE_PATH}/graphiql.css">
 <link rel="stylesheet" href="${IDE_PATH}/ide.css">
 <script src="${IDE_PATH}/react.js" defer></script>
 <script src="${IDE_PATH}/react-dom.js" defer></script>
 <script src="${IDE_PATH}/graphiql.js" defer></script>
 <script src="${IDE_PATH}/ide.js" defer></script>`,
-  '<div id="graphiql">Loading GraphiQL&hellip;</div>',
-);
+    '<div id="graphiql">Loading GraphiQL&hellip;</div>',
+  );
 
 const IDE_CSS = `html, body { margin: 0; height: 100%; }
 #graphiql { height: 100vh; }
@@ -165,7 +171,11 @@ const ASSETS: Record<string, Asset> = {
 export function landingPagePlugin(): ApolloServerPlugin {
   return {
     async serverWillStart() {
-      return { async renderLandingPage() { return { html: LANDING_HTML }; } };
+      return {
+        async renderLandingPage() {
+          return { html: LANDING_HTML };
+        },
+      };
     },
   };
 }
@@ -189,6 +199,9 @@ export function registerIdeRoutes(app: FastifyInstance): void {
       body = asset.load();
       loaded.set(request.params.name, body);
     }
-    return reply.type(asset.type).header('cache-control', 'public, max-age=3600').send(await body);
+    return reply
+      .type(asset.type)
+      .header('cache-control', 'public, max-age=3600')
+      .send(await body);
   });
 }

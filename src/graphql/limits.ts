@@ -6,6 +6,7 @@ import {
   getVariableValues,
   GraphQLError,
   Kind,
+  OperationTypeNode,
   visit,
   type FieldNode,
   type SelectionNode,
@@ -37,7 +38,7 @@ const CREDENTIAL_FIELDS = new Set(['authenticate', 'registerTrainer']);
  */
 const credentialFieldsRule: ValidationRule = (context) => ({
   OperationDefinition(operation) {
-    if (operation.operation !== 'mutation') return;
+    if (operation.operation !== OperationTypeNode.MUTATION) return;
     const keys = new Map<string, FieldNode>();
     const seen = new Set<string>();
     const collect = (selections: readonly SelectionNode[]) => {
@@ -86,7 +87,7 @@ export function limitRules(): ValidationRule[] {
 
 /** A list field costs its `limit` times what one item costs; every other field costs 1 plus its children. */
 const listLimitEstimator: ComplexityEstimator = ({ args, childComplexity }) => {
-  const limit = args.limit;
+  const limit: unknown = args.limit;
   return typeof limit === 'number' ? limit * (1 + childComplexity) : undefined;
 };
 

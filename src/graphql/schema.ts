@@ -8,7 +8,7 @@ import { TrainerPageResolver, TrainerResolver } from '../trainers/trainer.resolv
 import { authChecker } from './auth-checker';
 import { DateTimeISO } from './scalars';
 
-export const resolvers = [TrainerResolver, TrainerPageResolver, CreatureResolver, AuthResolver] as const;
+const resolvers = [TrainerResolver, TrainerPageResolver, CreatureResolver, AuthResolver] as const;
 
 /**
  * See unavailableAsAppError: every resolver's database errors, mapped where they still have their
@@ -17,7 +17,7 @@ export const resolvers = [TrainerResolver, TrainerPageResolver, CreatureResolver
  */
 const databaseErrors: MiddlewareFn = async (_action, next) => {
   try {
-    return await next();
+    return (await next()) as unknown;
   } catch (error) {
     throw unavailableAsAppError(error);
   }
@@ -30,7 +30,7 @@ export function buildGraphQLSchema(): Promise<GraphQLSchema> {
     globalMiddlewares: [databaseErrors],
     scalarsMap: [{ type: Date, scalar: DateTimeISO }],
     // Every resolver takes an @ArgsType class, so field paths in errors read `input.level`, `limit`.
-    validateFn: async (value) => {
+    validateFn: async (value: unknown) => {
       if (value !== null && typeof value === 'object') await validateOrThrow(value);
     },
   });

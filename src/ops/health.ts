@@ -21,7 +21,7 @@ async function ping(dataSource: DataSource): Promise<boolean> {
 }
 
 /** Whether the process is shutting down: readiness fails at once, so load balancers stop sending. */
-export interface Lifecycle {
+interface Lifecycle {
   draining: boolean;
 }
 

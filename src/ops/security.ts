@@ -16,7 +16,7 @@ const API_POLICY: HelmetOptions = {
  * middleware (and parses the policy again) for every request: about 7% of the CPU of a REST
  * GET /trainer/:id (node --cpu-prof). With a fixed policy the headers never change.
  */
-export function helmetHeaders(options: HelmetOptions): Record<string, string> {
+function helmetHeaders(options: HelmetOptions): Record<string, string> {
   const headers: Record<string, string> = {};
   const response = {
     setHeader: (name: string, value: unknown) => {

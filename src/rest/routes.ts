@@ -60,9 +60,7 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
 
   /** Runs before the body is even parsed, so an anonymous caller learns nothing about its input. */
   const authenticate = async (request: FastifyRequest) => {
-    request.viewer = await services.auth
-      .forRequest(request.headers.authorization, (id) => services.trainers.findById(id))
-      .requireViewer();
+    request.viewer = await services.auth.forRequest(request.headers.authorization, (id) => services.trainers.findById(id)).requireViewer();
     request.trainerId = request.viewer.id;
   };
   const viewerOf = (request: FastifyRequest): Trainer => request.viewer!;
@@ -78,7 +76,10 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
         tags: ['trainers'],
         summary: 'Register a trainer (registerTrainer)',
         body: registerBody,
-        response: { 201: json({ $ref: 'Trainer#' }, 'The new trainer, with its email'), ...errorResponses('BAD_USER_INPUT', 'TRAINER_ALREADY_EXISTS', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE') },
+        response: {
+          201: json({ $ref: 'Trainer#' }, 'The new trainer, with its email'),
+          ...errorResponses('BAD_USER_INPUT', 'TRAINER_ALREADY_EXISTS', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'),
+        },
       },
     },
     async (request, reply) => {
@@ -157,17 +158,21 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
             headers: { Location: { type: 'string', description: '/trainer/{trainerId}/creature/{creatureId}' } },
             content: { 'application/json': { schema: { $ref: 'Creature#' } } },
           },
-          ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'DUPLICATE_CREATURE', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'),
+          ...errorResponses(
+            'BAD_USER_INPUT',
+            'UNAUTHENTICATED',
+            'FORBIDDEN',
+            'DUPLICATE_CREATURE',
+            'PAYLOAD_TOO_LARGE',
+            'UNSUPPORTED_MEDIA_TYPE',
+          ),
         },
       },
     },
     async (request, reply) => {
       const input = await validInput(CreateCreatureInput, request.body);
       const creature = await services.creatures.create(viewerOf(request), request.params.trainerId, input);
-      return reply
-        .code(201)
-        .header('location', `/trainer/${creature.trainerId}/creature/${creature.id}`)
-        .send(presentCreature(creature));
+      return reply.code(201).header('location', `/trainer/${creature.trainerId}/creature/${creature.id}`).send(presentCreature(creature));
     },
   );
 
@@ -181,7 +186,10 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
         security: secured,
         params: trainerParams,
         querystring: pageQuery,
-        response: { 200: json(creaturePageSchema, "A page of the trainer's creatures"), ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND') },
+        response: {
+          200: json(creaturePageSchema, "A page of the trainer's creatures"),
+          ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND'),
+        },
       },
     },
     async (request) => {
@@ -214,7 +222,10 @@ export async function restRoutes(app: FastifyInstance, { services }: { services:
         summary: "Delete one of the calling trainer's creatures (deleteCreature)",
         security: secured,
         params: creatureParams,
-        response: { 204: { description: 'Deleted', type: 'null' }, ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND') },
+        response: {
+          204: { description: 'Deleted', type: 'null' },
+          ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND'),
+        },
       },
     },
     async (request, reply) => {

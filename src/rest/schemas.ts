@@ -16,7 +16,7 @@ const id = { type: 'integer', minimum: 1, maximum: MAX_ID } as const;
 const dateTime = { type: 'string', format: 'date-time', description: 'ISO-8601, UTC' } as const;
 const team = { type: 'string', enum: Object.values(Team) } as const;
 
-export const trainerSchema = {
+const trainerSchema = {
   $id: 'Trainer',
   type: 'object',
   description: 'A registered trainer. `email` is present only when the trainer is the caller.',
@@ -34,7 +34,7 @@ export const trainerSchema = {
   additionalProperties: false,
 } as const;
 
-export const creatureSchema = {
+const creatureSchema = {
   $id: 'Creature',
   type: 'object',
   required: ['id', 'name', 'speciesId', 'level', 'trainerId', 'createdAt'],
@@ -49,7 +49,7 @@ export const creatureSchema = {
   additionalProperties: false,
 } as const;
 
-export const problemSchema = {
+const problemSchema = {
   $id: 'Problem',
   type: 'object',
   description: 'RFC 9457 problem details, served as application/problem+json.',

@@ -48,8 +48,7 @@ export function createRestValidatorCompiler(): FastifySchemaCompiler<ObjectSchem
   const options = { useDefaults: true, removeAdditional: false, allErrors: true, strict: false } as const;
   const bodyAjv = new Ajv({ ...options, coerceTypes: false });
   const textAjv = new Ajv({ ...options, coerceTypes: true });
-  return ({ schema, httpPart }) =>
-    httpPart === 'body' ? bodyAjv.compile(schema) : decimalIntegers(schema, textAjv.compile(schema));
+  return ({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : decimalIntegers(schema, textAjv.compile(schema)));
 }
 
 /** Ajv's errors as the catalogue's `fields`: `level`, `trainerId`, `nickname`... */

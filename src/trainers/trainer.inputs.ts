@@ -3,7 +3,7 @@ import { ArgsType, Field, InputType } from 'type-graphql';
 import { IsEmailAddress, IsPassword, IsTrimmedText } from '../common/validation';
 import { Team } from './team';
 
-export const NICKNAME_PATTERN = /^[A-Za-z0-9_.-]{3,32}$/;
+const NICKNAME_PATTERN = /^[A-Za-z0-9_.-]{3,32}$/;
 
 @InputType()
 export class RegisterTrainerInput {

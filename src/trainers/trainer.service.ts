@@ -118,9 +118,7 @@ export class TrainerService {
         ? new AppError('TRAINER_ALREADY_EXISTS', 'A trainer with this email is already registered', [
             { field: 'email', message: 'is already registered' },
           ])
-        : new AppError('TRAINER_ALREADY_EXISTS', 'This nickname is already taken', [
-            { field: 'nickname', message: 'is already taken' },
-          ]);
+        : new AppError('TRAINER_ALREADY_EXISTS', 'This nickname is already taken', [{ field: 'nickname', message: 'is already taken' }]);
     }
     delete (trainer as Partial<Trainer>).passwordHash;
     return trainer;
@@ -138,12 +136,6 @@ export class TrainerService {
     return (await this.reads.load({ id, count: false }))?.trainer ?? null;
   }
 
-  async getById(id: number): Promise<Trainer> {
-    const trainer = await this.findById(id);
-    if (!trainer) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
-    return trainer;
-  }
-
   /**
    * Trainers by id, in no particular order; those in `countFor` come with their creature count
    * from the same statement. Merged with the other requests' reads of this turn (see `reads`).
@@ -156,7 +148,8 @@ export class TrainerService {
   private async readBatch(keys: readonly TrainerRead[]): Promise<(TrainerWithCount | null)[]> {
     const ids = [...new Set(keys.map((key) => key.id))];
     const countFor = [...new Set(keys.filter((key) => key.count).map((key) => key.id))];
-    const counted = countFor.length === 0 ? '' : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
+    const counted =
+      countFor.length === 0 ? '' : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
     // Prepared only while the lists are short: a request alone (its caller and one trainer) keeps
     // to a few statement shapes, while merged batches, whose lists have any length, would fill
     // each connection's prepared-statement cache with shapes used once.

@@ -44,7 +44,10 @@ const isLocal = (url: URL) => url.hostname === '127.0.0.1';
     const page = await browser.newPage();
     const problems = await watchProblems(page);
     // No internet: everything that is not this service fails as a disconnected network does.
-    await page.route((url) => !isLocal(url), (route) => route.abort('internetdisconnected'));
+    await page.route(
+      (url) => !isLocal(url),
+      (route) => route.abort('internetdisconnected'),
+    );
     await page.goto(`${origin}/graphql?query=${encodeURIComponent('{ __typename }')}`);
     await page.waitForURL((url) => url.pathname === IDE_PATH, { timeout: 5000 });
     const button = page.locator('.graphiql-execute-button');
@@ -72,13 +75,20 @@ const isLocal = (url: URL) => url.hostname === '127.0.0.1';
     await page.route('https://sandbox.embed.apollographql.com/**', (route) =>
       route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>Sandbox</title><p>stub</p>' }),
     );
-    await page.route((url) => !isLocal(url) && !url.hostname.endsWith('.apollographql.com'), (route) => route.abort('internetdisconnected'));
-    await page.goto(`${origin}/graphql`);
-    await page.waitForFunction(() => (window as unknown as { sandboxAnswer?: unknown }).sandboxAnswer !== undefined, null, { timeout: 5000 });
-    expect(await page.evaluate(() => (window as unknown as { sandboxAnswer: unknown }).sandboxAnswer)).toEqual({ data: { __typename: 'Query' } });
-    expect(await page.evaluate(() => (window as unknown as { sandboxOptions: { initialEndpoint: string } }).sandboxOptions.initialEndpoint)).toBe(
-      `${origin}/graphql`,
+    await page.route(
+      (url) => !isLocal(url) && !url.hostname.endsWith('.apollographql.com'),
+      (route) => route.abort('internetdisconnected'),
     );
+    await page.goto(`${origin}/graphql`);
+    await page.waitForFunction(() => (window as unknown as { sandboxAnswer?: unknown }).sandboxAnswer !== undefined, null, {
+      timeout: 5000,
+    });
+    expect(await page.evaluate(() => (window as unknown as { sandboxAnswer: unknown }).sandboxAnswer)).toEqual({
+      data: { __typename: 'Query' },
+    });
+    expect(
+      await page.evaluate(() => (window as unknown as { sandboxOptions: { initialEndpoint: string } }).sandboxOptions.initialEndpoint),
+    ).toBe(`${origin}/graphql`);
     await page.frameLocator('#sandbox iframe').locator('text=stub').waitFor({ timeout: 5000 });
     // Well past the offline fallback's wait: the page stays on Sandbox.
     await page.waitForTimeout(SANDBOX_WAIT_MS + 500);

@@ -11,8 +11,7 @@ import { mysqlServerUrl } from './mysql';
 export type DatabaseKind = 'sqlite' | 'mysql';
 
 /** The databases every integration suite runs on (see global-setup.ts for when MySQL is left out). */
-export const databases: DatabaseKind[] =
-  process.env.REGISTRY_TEST_MYSQL === 'off' ? ['sqlite'] : ['sqlite', 'mysql'];
+export const databases: DatabaseKind[] = process.env.REGISTRY_TEST_MYSQL === 'off' ? ['sqlite'] : ['sqlite', 'mysql'];
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
 
@@ -73,11 +72,7 @@ export async function startTestInstances(
 }
 
 /** A real app on a new database of its own. */
-export async function startTestApp(
-  kind: DatabaseKind,
-  env: Record<string, string> = {},
-  options: BuildOptions = {},
-): Promise<TestApp> {
+export async function startTestApp(kind: DatabaseKind, env: Record<string, string> = {}, options: BuildOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase(kind);
   const config = testConfig(database.url, env);
   const app = await buildApp(config, options);

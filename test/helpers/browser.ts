@@ -27,7 +27,15 @@ export function launchChromium(): Promise<Browser> {
     executablePath: chromiumPath,
     // As root in a container there is no user namespace for Chromium's sandbox; the other flags
     // stop it calling Google's services, which a closed network refuses.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 

@@ -44,6 +44,9 @@ export interface AuthView {
   expiresAt: string;
   trainer: TrainerView;
 }
+/** A query-string value as a client would write it: strings as they are, anything else as its JSON text. */
+const asParam = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value));
+
 export interface PageQuery {
   limit?: unknown;
   offset?: unknown;
@@ -90,7 +93,9 @@ export function graphqlDriver(app: FastifyInstance): Driver {
   return {
     name: 'graphql',
     async register(input) {
-      const res = await gql(app, `mutation($input: RegisterTrainerInput!) { registerTrainer(input: $input) { ${TRAINER_FIELDS} } }`, { input });
+      const res = await gql(app, `mutation($input: RegisterTrainerInput!) { registerTrainer(input: $input) { ${TRAINER_FIELDS} } }`, {
+        input,
+      });
       return outcome(res, (d) => d.registerTrainer as Raw, trainerOf);
     },
     async authenticate(email, password) {
@@ -99,7 +104,11 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         `mutation($email: String!, $password: String!) { authenticate(email: $email, password: $password) { token tokenType expiresAt trainer { ${TRAINER_FIELDS} } } }`,
         { email, password },
       );
-      return outcome(res, (d) => d.authenticate as Raw, (raw) => ({ ...(raw as unknown as AuthView), trainer: trainerOf(raw.trainer as Raw) }));
+      return outcome(
+        res,
+        (d) => d.authenticate as Raw,
+        (raw) => ({ ...(raw as unknown as AuthView), trainer: trainerOf(raw.trainer as Raw) }),
+      );
     },
     async getTrainer(token, id) {
       const res = await gql(app, `query($id: ID!) { trainer(id: $id) { ${TRAINER_FIELDS} } }`, { id }, token);
@@ -112,10 +121,14 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         { ...query },
         token,
       );
-      return outcome(res, (d) => d.trainers as Raw, (raw) => ({
-        ...(raw as unknown as PageView<TrainerView>),
-        items: (raw.items as Raw[]).map(trainerOf),
-      }));
+      return outcome(
+        res,
+        (d) => d.trainers as Raw,
+        (raw) => ({
+          ...(raw as unknown as PageView<TrainerView>),
+          items: (raw.items as Raw[]).map(trainerOf),
+        }),
+      );
     },
     async createCreature(token, trainerId, input) {
       const res = await gql(
@@ -137,13 +150,17 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         { id: trainerId, ...query },
         token,
       );
-      return outcome(res, (d) => d.trainer as Raw, (raw) => ({
-        items: (raw.creatures as Raw[]).map(creatureOf),
-        totalCount: raw.creaturesOwned as number,
-        // Not echoed by GraphQL; NaN so that no assertion can pass on a value the server never sent.
-        limit: Number.NaN,
-        offset: Number.NaN,
-      }));
+      return outcome(
+        res,
+        (d) => d.trainer as Raw,
+        (raw) => ({
+          items: (raw.creatures as Raw[]).map(creatureOf),
+          totalCount: raw.creaturesOwned as number,
+          // Not echoed by GraphQL; NaN so that no assertion can pass on a value the server never sent.
+          limit: Number.NaN,
+          offset: Number.NaN,
+        }),
+      );
     },
     async deleteCreature(token, _trainerId, creatureId) {
       const res = await gql(app, `mutation($id: ID!) { deleteCreature(id: $id) { ${CREATURE_FIELDS} } }`, { id: creatureId }, token);
@@ -172,9 +189,9 @@ export function restDriver(app: FastifyInstance): Driver {
       },
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
-    if (res.statusCode === okStatus) return { ok: true, value: map(res.body ? (res.json() as Raw) : null) };
+    if (res.statusCode === okStatus) return { ok: true, value: map(res.body ? res.json<Raw>() : null) };
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-    const problem = res.json() as { code: string; status: number; fields?: FieldError[] };
+    const problem = res.json<{ code: string; status: number; fields?: FieldError[] }>();
     expect(problem.status).toBe(res.statusCode);
     return { ok: false, code: problem.code, status: res.statusCode, ...(problem.fields ? { fields: problem.fields } : {}) };
   }
@@ -185,8 +202,8 @@ export function restDriver(app: FastifyInstance): Driver {
   const creatureOfRest = (raw: Raw | null): CreatureView => raw as unknown as CreatureView;
   const qs = (query: PageQuery) => {
     const params = new URLSearchParams();
-    if (query.limit !== undefined) params.set('limit', String(query.limit));
-    if (query.offset !== undefined) params.set('offset', String(query.offset));
+    if (query.limit !== undefined) params.set('limit', asParam(query.limit));
+    if (query.offset !== undefined) params.set('offset', asParam(query.offset));
     const text = params.toString();
     return text ? `?${text}` : '';
   };
@@ -210,7 +227,14 @@ export function restDriver(app: FastifyInstance): Driver {
     getCreature: (token, trainerId, creatureId) =>
       call('GET', `/trainer/${seg(trainerId)}/creature/${seg(creatureId)}`, token, undefined, 200, creatureOfRest),
     listCreatures: (token, trainerId, query) =>
-      call('GET', `/trainer/${seg(trainerId)}/creature${qs(query)}`, token, undefined, 200, (raw) => raw as unknown as PageView<CreatureView>),
+      call(
+        'GET',
+        `/trainer/${seg(trainerId)}/creature${qs(query)}`,
+        token,
+        undefined,
+        200,
+        (raw) => raw as unknown as PageView<CreatureView>,
+      ),
     deleteCreature: (token, trainerId, creatureId) =>
       call('DELETE', `/trainer/${seg(trainerId)}/creature/${seg(creatureId)}`, token, undefined, 204, () => null),
   };

@@ -46,11 +46,7 @@ export async function createTrainer(app: FastifyInstance, overrides: Partial<Tra
   return { trainer, token: tokenFor(trainer.id), email };
 }
 
-export async function createCreature(
-  app: FastifyInstance,
-  trainerId: number,
-  overrides: Partial<Creature> = {},
-): Promise<Creature> {
+export async function createCreature(app: FastifyInstance, trainerId: number, overrides: Partial<Creature> = {}): Promise<Creature> {
   const name = overrides.name ?? unique('cr_');
   const repo = app.dataSource.getRepository(Creature);
   const creature = repo.create({

@@ -35,7 +35,9 @@ export default async function globalSetup(): Promise<void> {
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     if (process.env.CI === 'true') {
-      throw new Error(`MySQL is required when CI=true but ${url.replace(/\/\/[^@]*@/, '//***@')} is unreachable: ${reason}`);
+      throw new Error(`MySQL is required when CI=true but ${url.replace(/\/\/[^@]*@/, '//***@')} is unreachable: ${reason}`, {
+        cause: error,
+      });
     }
     process.env.REGISTRY_TEST_MYSQL = 'off';
     process.stderr.write(

@@ -27,12 +27,12 @@ export async function gql<T = any>(
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
     payload: JSON.stringify({ query, variables }),
   });
-  const body = response.json() as { data?: T | null; errors?: GraphQLError[] };
+  const body = response.json<{ data?: T | null; errors?: GraphQLError[] }>();
   return { status: response.statusCode, data: body.data, errors: body.errors };
 }
 
 /** The single error code of a response that must have failed. */
 export function errorCode(response: GraphQLResponse): string | undefined {
   expect(response.errors).toHaveLength(1);
-  return response.errors![0]!.extensions?.code;
+  return response.errors![0].extensions?.code;
 }

@@ -58,7 +58,12 @@ describe.each(databases)('relation batching on %s', (kind) => {
     await createCreature(t.app, trainer.id, { name: 'one' });
     await createCreature(t.app, trainer.id, { name: 'two' });
     statements.length = 0;
-    const res = await gql(t.app, 'query($id: ID!) { trainer(id: $id) { id nickname creaturesOwned } }', { id: String(trainer.id) }, viewer.token);
+    const res = await gql(
+      t.app,
+      'query($id: ID!) { trainer(id: $id) { id nickname creaturesOwned } }',
+      { id: String(trainer.id) },
+      viewer.token,
+    );
     expect(res.errors).toBeUndefined();
     expect(res.data.trainer).toEqual({ id: String(trainer.id), nickname: trainer.nickname, creaturesOwned: 2 });
     expect(statements).toHaveLength(1);
@@ -105,9 +110,11 @@ describe.each(databases)('reads merged across concurrent requests on %s', (kind)
     // Every caller reads every trainer, itself included: 36 requests in flight at once.
     const asks = fixtures.flatMap((viewer) => fixtures.map((target, owned) => ({ viewer, target, owned })));
     statements.length = 0;
-    const answers = await Promise.all(asks.map(({ viewer, target }) => gql(t.app, TRAINER, { id: String(target.trainer.id) }, viewer.token)));
+    const answers = await Promise.all(
+      asks.map(({ viewer, target }) => gql(t.app, TRAINER, { id: String(target.trainer.id) }, viewer.token)),
+    );
     answers.forEach((res, i) => {
-      const { viewer, target, owned } = asks[i]!;
+      const { viewer, target, owned } = asks[i];
       expect(res.errors).toBeUndefined();
       expect(res.data.trainer).toEqual({
         id: String(target.trainer.id),
@@ -125,7 +132,8 @@ describe.each(databases)('reads merged across concurrent requests on %s', (kind)
     const [reader, target, gone] = [await createTrainer(t.app), await createTrainer(t.app), await createTrainer(t.app)];
     await createCreature(t.app, target.trainer.id, { name: 'only' });
     await t.app.dataSource.query('DELETE FROM trainer WHERE id = ?', [gone.trainer.id]);
-    const get = (id: number, token: string) => t.app.inject({ method: 'GET', url: `/trainer/${id}`, headers: { authorization: `Bearer ${token}` } });
+    const get = (id: number, token: string) =>
+      t.app.inject({ method: 'GET', url: `/trainer/${id}`, headers: { authorization: `Bearer ${token}` } });
     statements.length = 0;
     const [found, missing, stale, self] = await Promise.all([
       get(target.trainer.id, reader.token),

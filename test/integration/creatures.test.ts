@@ -127,7 +127,7 @@ describe.each(databases)('creatures on %s', (kind) => {
     const before = await repo().countBy({ trainerId: owner.trainer.id });
     const res = await create(owner, input);
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
-    expect(res.errors![0]!.extensions!.fields).toEqual([{ field, message: expect.any(String) }]);
+    expect(res.errors![0].extensions!.fields).toEqual([{ field, message: expect.any(String) }]);
     expect(await repo().countBy({ trainerId: owner.trainer.id })).toBe(before);
   });
 
@@ -148,13 +148,13 @@ describe.each(databases)('creatures on %s', (kind) => {
       owner.token,
     );
     expect(errorCode(res)).toBe('GRAPHQL_VALIDATION_FAILED');
-    expect(res.errors![0]!.extensions!.fields).toEqual([{ field: 'input.speciesId', message: expect.any(String) }]);
+    expect(res.errors![0].extensions!.fields).toEqual([{ field: 'input.speciesId', message: expect.any(String) }]);
   });
 
   it('rejects a malformed trainerId as BAD_USER_INPUT', async () => {
     const res = await gql(t.app, CREATE, { trainerId: '-3', input: { name: 'ok', speciesId: 1 } }, owner.token);
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
-    expect(res.errors![0]!.extensions!.fields).toEqual([{ field: 'trainerId', message: expect.any(String) }]);
+    expect(res.errors![0].extensions!.fields).toEqual([{ field: 'trainerId', message: expect.any(String) }]);
   });
 
   it('deletes the caller’s creature, returns it as it was, and frees its name', async () => {

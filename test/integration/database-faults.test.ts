@@ -51,7 +51,11 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
       expect((await graphql()).errors).toBeUndefined();
 
       // Load in flight while the database goes away.
-      const load = Array.from({ length: 40 }, (_, i) => (i % 2 ? graphql().then((r) => r.errors?.[0]?.extensions?.code ?? 'OK') : rest().then((r) => (r.statusCode === 200 ? 'OK' : r.json().code))));
+      const load = Array.from({ length: 40 }, (_, i) =>
+        i % 2
+          ? graphql().then((r) => r.errors?.[0]?.extensions?.code ?? 'OK')
+          : rest().then((r) => (r.statusCode === 200 ? 'OK' : r.json().code)),
+      );
       await proxy.cut();
       const during = await Promise.all(load);
       expect(during.filter((code) => code !== 'OK' && code !== 'SERVICE_UNAVAILABLE')).toEqual([]);
@@ -80,15 +84,32 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
     const port = 20000 + Math.floor(Math.random() * 20000);
     const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
       cwd: root,
-      env: { PATH: process.env.PATH ?? '', PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: proxiedUrl, JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'warn' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_URL: proxiedUrl,
+        JWT_SECRET: TEST_JWT_SECRET,
+        LOG_LEVEL: 'warn',
+      },
     });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
     const base = `http://127.0.0.1:${port}`;
-    const get = (path: string) => fetch(`${base}${path}`).then((r) => r.status, () => 0);
+    const get = (path: string) =>
+      fetch(`${base}${path}`).then(
+        (r) => r.status,
+        () => 0,
+      );
     try {
-      expect(await eventually(() => get('/healthz'), (s) => s === 200, 20_000)).toBe(200);
+      expect(
+        await eventually(
+          () => get('/healthz'),
+          (s) => s === 200,
+          20_000,
+        ),
+      ).toBe(200);
       expect(await get('/readyz')).toBe(503);
       const early = await fetch(`${base}/graphql`, {
         method: 'POST',
@@ -96,11 +117,19 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
         body: JSON.stringify({ query: '{ __typename }' }),
       });
       expect(early.status).toBe(503);
-      expect(((await early.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe('SERVICE_UNAVAILABLE');
+      expect(((await early.json()) as { errors: { extensions: { code: string } }[] }).errors[0].extensions.code).toBe(
+        'SERVICE_UNAVAILABLE',
+      );
       expect(output).toMatch(/database unavailable; retrying/);
 
       await proxy.restore();
-      expect(await eventually(() => get('/readyz'), (s) => s === 200, 15_000)).toBe(200);
+      expect(
+        await eventually(
+          () => get('/readyz'),
+          (s) => s === 200,
+          15_000,
+        ),
+      ).toBe(200);
       const later = await fetch(`${base}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },

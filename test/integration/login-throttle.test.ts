@@ -93,12 +93,12 @@ describe.each(databases)('login throttling on %s', (kind) => {
     const ip = newAddress();
     for (let i = 0; i < 8; i += 1) {
       const attempt = i % 2 === 0 ? viaGraphQL : viaRest;
-      expect((await attempt(t.app, trainers[i]!.email, TEST_PASSWORD, ip)).token).toEqual(expect.any(String));
+      expect((await attempt(t.app, trainers[i].email, TEST_PASSWORD, ip)).token).toEqual(expect.any(String));
     }
-    const refused = await viaRest(t.app, trainers[8]!.email, TEST_PASSWORD, ip);
+    const refused = await viaRest(t.app, trainers[8].email, TEST_PASSWORD, ip);
     expect(refused.code).toBe('RATE_LIMITED');
     expect(refused.retryAfter).toBeLessThanOrEqual(60);
-    expect((await viaGraphQL(t.app, trainers[8]!.email, TEST_PASSWORD, newAddress())).token).toEqual(expect.any(String));
+    expect((await viaGraphQL(t.app, trainers[8].email, TEST_PASSWORD, newAddress())).token).toEqual(expect.any(String));
   });
 });
 
@@ -130,7 +130,12 @@ describe('two instances on one MySQL and one Redis', () => {
     const { email } = await createTrainer(a);
 
     const token = (await viaRest(a, email, TEST_PASSWORD, newAddress())).token!;
-    const me = await b.inject({ method: 'POST', url: '/graphql', payload: { query: '{ me { email } }' }, headers: { authorization: `Bearer ${token}` } });
+    const me = await b.inject({
+      method: 'POST',
+      url: '/graphql',
+      payload: { query: '{ me { email } }' },
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(me.json().data.me.email).toBe(email);
 
     for (let i = 0; i < 3; i += 1) expect((await viaGraphQL(a, email, 'wrong-password', newAddress())).code).toBe('UNAUTHENTICATED');
@@ -144,7 +149,9 @@ describe('two instances on one MySQL and one Redis', () => {
     const [a, b] = instances!.apps as [FastifyInstance, FastifyInstance];
     const { email } = await createTrainer(a);
     const guesses = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => (i % 2 ? viaRest(a, email, `w${i}`, newAddress()) : viaGraphQL(b, email, `w${i}`, newAddress()))),
+      Array.from({ length: 12 }, (_, i) =>
+        i % 2 ? viaRest(a, email, `w${i}`, newAddress()) : viaGraphQL(b, email, `w${i}`, newAddress()),
+      ),
     );
     expect(guesses.filter((g) => g.code === 'UNAUTHENTICATED')).toHaveLength(5);
     expect(guesses.filter((g) => g.code === 'RATE_LIMITED')).toHaveLength(7);
@@ -154,7 +161,8 @@ describe('two instances on one MySQL and one Redis', () => {
     if (!reachable) return;
     const [a, b] = instances!.apps as [FastifyInstance, FastifyInstance];
     const ip = newAddress();
-    for (let i = 0; i < 30; i += 1) await (i % 2 === 0 ? viaGraphQL(a, 'nobody@example.test', 'x', ip) : viaRest(b, 'nobody@example.test', 'x', ip));
+    for (let i = 0; i < 30; i += 1)
+      await (i % 2 === 0 ? viaGraphQL(a, 'nobody@example.test', 'x', ip) : viaRest(b, 'nobody@example.test', 'x', ip));
     expect((await viaRest(a, 'someone@example.test', 'x', ip)).code).toBe('RATE_LIMITED');
   });
 });

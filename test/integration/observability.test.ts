@@ -32,7 +32,13 @@ describe.each(databases)('logs and metrics on %s', (kind) => {
       payload: { query: 'query WhoAmI { me { id } }', operationName: 'WhoAmI' },
     });
     expect(completed()).toEqual([
-      expect.objectContaining({ reqId: 'req-graphql-1', route: '/graphql', statusCode: 200, operationName: 'WhoAmI', trainerId: me.trainer.id }),
+      expect.objectContaining({
+        reqId: 'req-graphql-1',
+        route: '/graphql',
+        statusCode: 200,
+        operationName: 'WhoAmI',
+        trainerId: me.trainer.id,
+      }),
     ]);
     expect(lines.join('\n')).not.toContain(me.token);
   });
@@ -66,7 +72,9 @@ describe.each(databases)('logs and metrics on %s', (kind) => {
     const text = res.body;
     expect(text).toMatch(/^http_requests_total\{method="POST",route="\/graphql",operation="CountMe",status="200"\} 1$/m);
     expect(text).toMatch(/^http_requests_total\{method="GET",route="\/trainer\/:trainerId",operation="",status="400"\} 1$/m);
-    expect(text).toMatch(/^http_request_duration_seconds_bucket\{le="0\.1",method="POST",route="\/graphql",operation="CountMe",status="200"\} 1$/m);
+    expect(text).toMatch(
+      /^http_request_duration_seconds_bucket\{le="0\.1",method="POST",route="\/graphql",operation="CountMe",status="200"\} 1$/m,
+    );
     expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
     if (kind === 'mysql') expect(text).toMatch(/^db_pool_connections\{state="open"\} [1-9]\d*$/m);
   });

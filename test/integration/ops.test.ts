@@ -34,7 +34,12 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
 
   it('sends security headers on every answer, with a policy that allows nothing on the API', async () => {
     for (const url of ['/healthz', '/graphql', '/trainer', '/nowhere']) {
-      const res = await t.app.inject({ method: url === '/graphql' ? 'POST' : 'GET', url, headers: { 'content-type': 'application/json' }, payload: url === '/graphql' ? '{"query":"{__typename}"}' : undefined });
+      const res = await t.app.inject({
+        method: url === '/graphql' ? 'POST' : 'GET',
+        url,
+        headers: { 'content-type': 'application/json' },
+        payload: url === '/graphql' ? '{"query":"{__typename}"}' : undefined,
+      });
       expect([url, res.headers['content-security-policy']]).toEqual([url, expect.stringContaining("default-src 'none'")]);
       expect(res.headers['x-content-type-options']).toBe('nosniff');
       expect(res.headers['strict-transport-security']).toMatch(/max-age=/);
@@ -56,7 +61,7 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
     expect(page.statusCode).toBe(200);
     const nonce = /<meta name="style-nonce" content="([^"]+)">/.exec(page.body)?.[1];
     expect(page.headers['content-security-policy']).toContain(`style-src 'self' 'nonce-${nonce}'`);
-    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!).filter((a) => !a.startsWith('data:'));
+    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]).filter((a) => !a.startsWith('data:'));
     expect(assets).toHaveLength(6);
     for (const asset of assets) {
       expect(asset).toMatch(/^\/graphql\/ide\//);
@@ -157,8 +162,8 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
     try {
       const res = await gql(t.app, '{ me { creaturesOwned } }', {}, token);
       expect(errorCode(res)).toBe('INTERNAL_SERVER_ERROR');
-      expect(res.errors![0]!.message).toBe('Internal server error');
-      expect(res.errors![0]!.extensions).toEqual({ code: 'INTERNAL_SERVER_ERROR' });
+      expect(res.errors![0].message).toBe('Internal server error');
+      expect(res.errors![0].extensions).toEqual({ code: 'INTERNAL_SERVER_ERROR' });
       expect(JSON.stringify(res.errors)).not.toMatch(/creature_gone|SELECT|SQLITE_|ER_NO_SUCH|stack|\.ts\b/);
     } finally {
       await t.app.dataSource.query('ALTER TABLE creature_gone RENAME TO creature');
@@ -166,7 +171,12 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
   });
 
   it('answers GraphQL bodies that are not JSON with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/graphql', headers: { 'content-type': 'text/plain' }, payload: '{ me { id } }' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'text/plain' },
+      payload: '{ me { id } }',
+    });
     expect(res.statusCode).toBe(415);
     expect(res.json().errors[0].extensions.code).toBe('UNSUPPORTED_MEDIA_TYPE');
   });
@@ -307,25 +317,36 @@ describe('production mode', () => {
     const { token } = await createTrainer(t.app);
     const res = await gql(t.app, '{ me { nicknam } }', {}, token);
     expect(errorCode(res)).toBe('GRAPHQL_VALIDATION_FAILED');
-    expect(res.errors![0]!.message).not.toMatch(/did you mean|nickname/i);
+    expect(res.errors![0].message).not.toMatch(/did you mean|nickname/i);
   });
 
   it.each([
     ['an enum value in a variable', { team: 'VALORR' }],
     ['an input field in a variable', { nicknam: 'abc' }],
   ])('suggests nothing for %s either, and does not echo the input back', async (_what, override) => {
-    const input = { nickname: 'abc', firstName: 'a', lastName: 'b', email: 'a@b.co', password: 'hunter2-secret', team: 'VALOR', ...override };
+    const input = {
+      nickname: 'abc',
+      firstName: 'a',
+      lastName: 'b',
+      email: 'a@b.co',
+      password: 'hunter2-secret',
+      team: 'VALOR',
+      ...override,
+    };
     const res = await gql(t.app, 'mutation($i: RegisterTrainerInput!) { registerTrainer(input: $i) { id } }', { i: input });
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
-    expect(res.errors![0]!.message).not.toMatch(/did you mean|hunter2/i);
-    expect(res.errors![0]!.message).toMatch(/^Variable "\$i" got invalid value/);
+    expect(res.errors![0].message).not.toMatch(/did you mean|hunter2/i);
+    expect(res.errors![0].message).toMatch(/^Variable "\$i" got invalid value/);
   });
 
   it('suggests nothing for an enum literal', async () => {
-    const res = await gql(t.app, 'mutation { registerTrainer(input: { nickname: "abc", firstName: "a", lastName: "b", email: "a@b.co", password: "12345678", team: VALORR }) { id } }');
+    const res = await gql(
+      t.app,
+      'mutation { registerTrainer(input: { nickname: "abc", firstName: "a", lastName: "b", email: "a@b.co", password: "12345678", team: VALORR }) { id } }',
+    );
     expect(errorCode(res)).toBe('GRAPHQL_VALIDATION_FAILED');
-    expect(res.errors![0]!.extensions?.fields).toEqual([{ field: 'input.team', message: expect.any(String) }]);
-    expect(res.errors![0]!.message).not.toMatch(/did you mean|VALOR"/i);
+    expect(res.errors![0].extensions?.fields).toEqual([{ field: 'input.team', message: expect.any(String) }]);
+    expect(res.errors![0].message).not.toMatch(/did you mean|VALOR"/i);
   });
 
   it('answers a browser opening /graphql with a short human message, not the CSRF-prevention error', async () => {
@@ -345,8 +366,8 @@ describe('production mode', () => {
       const introspection = await gql(t.app, query);
       expect(introspection.status).toBe(400);
       expect(errorCode(introspection)).toBe('GRAPHQL_VALIDATION_FAILED');
-      expect(introspection.errors![0]!.message).toMatch(/GRAPHQL_INTROSPECTION=false/);
-      expect(introspection.errors![0]!.message).not.toMatch(/ApolloServer/);
+      expect(introspection.errors![0].message).toMatch(/GRAPHQL_INTROSPECTION=false/);
+      expect(introspection.errors![0].message).not.toMatch(/ApolloServer/);
     }
     expect((await gql(t.app, '{ __typename }')).data).toEqual({ __typename: 'Query' });
   });

@@ -46,7 +46,11 @@ describe('WORKERS=2', () => {
       },
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-    const ready = () => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
+    const ready = () =>
+      fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      );
     // Ready means every worker answers 200: the primary hands connections to the workers in
     // turn, and the second may still be migrating when the first is ready.
     const deadline = Date.now() + 40_000;

@@ -14,7 +14,7 @@ import { databases, startTestApp, type TestApp } from '../helpers/app';
  */
 
 const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
-const blocks = (language: string) => [...readme.matchAll(new RegExp('```' + language + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
+const blocks = (language: string) => [...readme.matchAll(new RegExp('```' + language + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]);
 
 describe.each(databases)("the README's examples on %s", (kind) => {
   let t: TestApp;
@@ -28,7 +28,7 @@ describe.each(databases)("the README's examples on %s", (kind) => {
 
   it('runs every operation of the GraphQL block, pasted whole, in order, without an error', async () => {
     expect(blocks('graphql')).toHaveLength(1);
-    const document = blocks('graphql')[0]!;
+    const document = blocks('graphql')[0];
     const operations = parse(document).definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
     expect(operations.map((o) => o.name?.value)).toEqual(['Register', 'Login', 'Catch', 'Browse', 'Release']);
 
@@ -42,17 +42,17 @@ describe.each(databases)("the README's examples on %s", (kind) => {
         headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
         payload: { query: document, operationName, variables },
       });
-      const body = res.json() as { data?: Record<string, { id?: string; token?: string; trainer?: { id: string } }>; errors?: unknown };
+      const body = res.json<{ data?: Record<string, { id?: string; token?: string; trainer?: { id: string } }>; errors?: unknown }>();
       expect([operationName, res.statusCode, body.errors]).toEqual([operationName, 200, undefined]);
       if (operationName === 'Login') {
-        token = body.data!.authenticate!.token;
-        variables.trainerId = body.data!.authenticate!.trainer!.id;
+        token = body.data!.authenticate.token;
+        variables.trainerId = body.data!.authenticate.trainer!.id;
       }
-      if (operationName === 'Catch') variables.creatureId = body.data!.createCreature!.id!;
+      if (operationName === 'Catch') variables.creatureId = body.data!.createCreature.id!;
     }
     expect(token).toEqual(expect.any(String));
     // Release gave back the creature that Catch made.
-    const [{ n }] = (await t.app.dataSource.query('SELECT COUNT(*) AS n FROM creature')) as { n: number | string }[];
+    const [{ n }] = await t.app.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM creature');
     expect(Number(n)).toBe(0);
   });
 

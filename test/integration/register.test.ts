@@ -69,7 +69,7 @@ describe.each(databases)('registerTrainer on %s', (kind) => {
       input: newTrainerInput({ email: first.email.toUpperCase() }),
     });
     expect(errorCode(again)).toBe('TRAINER_ALREADY_EXISTS');
-    expect(again.errors![0]!.extensions!.fields).toEqual([{ field: 'email', message: 'is already registered' }]);
+    expect(again.errors![0].extensions!.fields).toEqual([{ field: 'email', message: 'is already registered' }]);
     expect(await rowsWithEmail(first.email)).toBe(1);
   });
 
@@ -78,21 +78,21 @@ describe.each(databases)('registerTrainer on %s', (kind) => {
     expect((await gql(t.app, REGISTER, { input: first })).errors).toBeUndefined();
     const again = await gql(t.app, REGISTER, { input: newTrainerInput({ nickname: first.nickname.toUpperCase() }) });
     expect(errorCode(again)).toBe('TRAINER_ALREADY_EXISTS');
-    expect(again.errors![0]!.extensions!.fields).toEqual([{ field: 'nickname', message: 'is already taken' }]);
+    expect(again.errors![0].extensions!.fields).toEqual([{ field: 'nickname', message: 'is already taken' }]);
   });
 
   it('reports a taken nickname as the nickname even when it reads like an email', async () => {
     const first = newTrainerInput({ nickname: unique('email_') });
     expect((await gql(t.app, REGISTER, { input: first })).errors).toBeUndefined();
     const again = await gql(t.app, REGISTER, { input: newTrainerInput({ nickname: first.nickname.toUpperCase() }) });
-    expect(again.errors![0]!.extensions!.fields).toEqual([{ field: 'nickname', message: 'is already taken' }]);
+    expect(again.errors![0].extensions!.fields).toEqual([{ field: 'nickname', message: 'is already taken' }]);
   });
 
   it('checks an email as stored: one that grows when lower-cased past 254 characters is BAD_USER_INPUT', async () => {
     const email = `${'İ'.repeat(32)}@${'İ'.repeat(60)}.${'İ'.repeat(60)}.com`;
     const res = await gql(t.app, REGISTER, { input: newTrainerInput({ email }) });
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
-    expect(res.errors![0]!.extensions!.fields!.map((f) => f.field)).toEqual(['input.email']);
+    expect(res.errors![0].extensions!.fields!.map((f) => f.field)).toEqual(['input.email']);
   });
 
   it('stores an email in NFC, so composed and decomposed forms are the same account', async () => {
@@ -131,7 +131,7 @@ describe.each(databases)('registerTrainer on %s', (kind) => {
     const input = newTrainerInput(override);
     const res = await gql(t.app, REGISTER, { input });
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
-    expect(res.errors![0]!.extensions!.fields!.map((f) => f.field)).toEqual([`input.${field}`]);
+    expect(res.errors![0].extensions!.fields!.map((f) => f.field)).toEqual([`input.${field}`]);
     expect(await rowsWithEmail(String(input.email))).toBe(0);
   });
 

@@ -31,7 +31,14 @@ describe.each(databases)('REST shim on %s', (kind) => {
     const res = await t.app.inject({
       method: 'POST',
       url: '/trainer',
-      payload: { nickname, firstName: 'Rest', lastName: 'Client', email: `${nickname}@example.test`, password: 'legacy-client', team: 'VALOR' },
+      payload: {
+        nickname,
+        firstName: 'Rest',
+        lastName: 'Client',
+        email: `${nickname}@example.test`,
+        password: 'legacy-client',
+        team: 'VALOR',
+      },
     });
     expect(res.statusCode).toBe(201);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
@@ -66,8 +73,16 @@ describe.each(databases)('REST shim on %s', (kind) => {
 
   it('answers NOT_FOUND for a creature that belongs to another trainer than the path’s, on GET and DELETE', async () => {
     const theirs = await createCreature(t.app, other.trainer.id);
-    expectProblem(await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}/creature/${theirs.id}`, headers: auth(me) }), 404, 'NOT_FOUND');
-    expectProblem(await t.app.inject({ method: 'DELETE', url: `/trainer/${me.trainer.id}/creature/${theirs.id}`, headers: auth(me) }), 404, 'NOT_FOUND');
+    expectProblem(
+      await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}/creature/${theirs.id}`, headers: auth(me) }),
+      404,
+      'NOT_FOUND',
+    );
+    expectProblem(
+      await t.app.inject({ method: 'DELETE', url: `/trainer/${me.trainer.id}/creature/${theirs.id}`, headers: auth(me) }),
+      404,
+      'NOT_FOUND',
+    );
     expect(await t.app.dataSource.getRepository(Creature).countBy({ id: theirs.id })).toBe(1);
   });
 
@@ -82,7 +97,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
     }
   });
 
-  it.each(['abc', '-1', '1e3', '1.5', '99999999999999999999', "1'%20OR%20'1'='1", '%20']) (
+  it.each(['abc', '-1', '1e3', '1.5', '99999999999999999999', "1'%20OR%20'1'='1", '%20'])(
     'answers 400 BAD_USER_INPUT for the path id %s',
     async (id) => {
       const body = expectProblem(await t.app.inject({ method: 'GET', url: `/trainer/${id}`, headers: auth(me) }), 400, 'BAD_USER_INPUT');
@@ -90,13 +105,20 @@ describe.each(databases)('REST shim on %s', (kind) => {
     },
   );
 
-  it.each(['limit=1e1', 'limit=', 'limit=ten', 'offset=0x10', 'limit=5&limit=6', 'offset=-1'])('answers 400 for the query %s', async (query) => {
-    expectProblem(await t.app.inject({ method: 'GET', url: `/trainer?${query}`, headers: auth(me) }), 400, 'BAD_USER_INPUT');
-  });
+  it.each(['limit=1e1', 'limit=', 'limit=ten', 'offset=0x10', 'limit=5&limit=6', 'offset=-1'])(
+    'answers 400 for the query %s',
+    async (query) => {
+      expectProblem(await t.app.inject({ method: 'GET', url: `/trainer?${query}`, headers: auth(me) }), 400, 'BAD_USER_INPUT');
+    },
+  );
 
   it('takes JSON bodies as typed: a string for a number, or an unknown field, is 400 with the field named', async () => {
     const url = `/trainer/${me.trainer.id}/creature`;
-    const typed = expectProblem(await t.app.inject({ method: 'POST', url, headers: auth(me), payload: { name: 'a', speciesId: '5' } }), 400, 'BAD_USER_INPUT');
+    const typed = expectProblem(
+      await t.app.inject({ method: 'POST', url, headers: auth(me), payload: { name: 'a', speciesId: '5' } }),
+      400,
+      'BAD_USER_INPUT',
+    );
     expect(typed.fields).toEqual([{ field: 'speciesId', message: expect.any(String) }]);
     const unknown = expectProblem(
       await t.app.inject({ method: 'POST', url, headers: auth(me), payload: { name: 'a', speciesId: 5, trainerId: other.trainer.id } }),
@@ -132,7 +154,12 @@ describe.each(databases)('REST shim on %s', (kind) => {
     const json = `{"nickname":"${nickname}","firstName":"Jos\u00e9","lastName":"X","email":"${nickname}@example.test","password":"secret-pass","team":"VALOR"}`;
     const latin1 = Buffer.from(json, 'latin1');
     expectProblem(
-      await t.app.inject({ method: 'POST', url: '/trainer', headers: { 'content-type': 'application/json; charset=latin1' }, payload: latin1 }),
+      await t.app.inject({
+        method: 'POST',
+        url: '/trainer',
+        headers: { 'content-type': 'application/json; charset=latin1' },
+        payload: latin1,
+      }),
       415,
       'UNSUPPORTED_MEDIA_TYPE',
     );
@@ -141,7 +168,12 @@ describe.each(databases)('REST shim on %s', (kind) => {
       400,
       'BAD_USER_INPUT',
     );
-    const utf8 = await t.app.inject({ method: 'POST', url: '/trainer', headers: { 'content-type': 'application/json; charset=UTF-8' }, payload: Buffer.from(json, 'utf8') });
+    const utf8 = await t.app.inject({
+      method: 'POST',
+      url: '/trainer',
+      headers: { 'content-type': 'application/json; charset=UTF-8' },
+      payload: Buffer.from(json, 'utf8'),
+    });
     expect(utf8.statusCode).toBe(201);
     expect(utf8.json().firstName).toBe('José');
   });
@@ -201,7 +233,11 @@ describe.each(databases)('REST shim on %s', (kind) => {
 
   it('answers an unknown path with 404 problem+json', async () => {
     expectProblem(await t.app.inject({ method: 'GET', url: '/trainers/1' }), 404, 'NOT_FOUND');
-    expectProblem(await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}/creature/1/extra`, headers: auth(me) }), 404, 'NOT_FOUND');
+    expectProblem(
+      await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}/creature/1/extra`, headers: auth(me) }),
+      404,
+      'NOT_FOUND',
+    );
   });
 
   it('hides which part of the input was wrong from a caller without a token: 401 comes first', async () => {
@@ -220,7 +256,11 @@ describe.each(databases)('REST shim on %s', (kind) => {
         expect([url, refused.headers['www-authenticate']]).toEqual([url, 'Bearer realm="creature-registry", error="invalid_token"']);
       }
     }
-    const wrongPassword = await t.app.inject({ method: 'POST', url: '/trainer/authenticate', payload: { email: me.email, password: 'not-the-password' } });
+    const wrongPassword = await t.app.inject({
+      method: 'POST',
+      url: '/trainer/authenticate',
+      payload: { email: me.email, password: 'not-the-password' },
+    });
     expectProblem(wrongPassword, 401, 'UNAUTHENTICATED');
     expect(wrongPassword.headers['www-authenticate']).toBe('Bearer realm="creature-registry"');
     expect((await t.app.inject({ method: 'GET', url: '/trainer', headers: auth(me) })).headers['www-authenticate']).toBeUndefined();
@@ -240,9 +280,9 @@ describe('OpenAPI and Swagger UI', () => {
     const doc = res.json();
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
-    const operations = Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown>; security?: unknown }>>).flatMap(
-      ([path, methods]) => Object.entries(methods).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })),
-    );
+    const operations = Object.entries(
+      doc.paths as Record<string, Record<string, { responses: Record<string, unknown>; security?: unknown }>>,
+    ).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })));
     expect(operations.map((o) => o.key).sort()).toEqual([
       'DELETE /trainer/{trainerId}/creature/{creatureId}',
       'GET /trainer',
@@ -274,7 +314,7 @@ describe('OpenAPI and Swagger UI', () => {
     const page = await t.app.inject({ method: 'GET', url: '/docs/' });
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
-    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
     expect(assets.length).toBeGreaterThan(0);
     for (const asset of assets) {
       expect(asset).not.toMatch(/^(https?:)?\/\//);

@@ -50,7 +50,9 @@ describe('the breaking-change check', () => {
 
   it('lets a breaking change through only when docs/api-changes.md records it', () => {
     const changes = graphqlBreakingChanges(sdl, 'type Query { trainer(id: ID!): Trainer }\ntype Trainer { id: ID! }');
-    expect(unrecorded(changes, recordedBreakingChanges('- `FIELD_REMOVED: Trainer.email was removed.`: emails are private now'))).toEqual([]);
+    expect(unrecorded(changes, recordedBreakingChanges('- `FIELD_REMOVED: Trainer.email was removed.`: emails are private now'))).toEqual(
+      [],
+    );
     expect(unrecorded(changes, recordedBreakingChanges('- nothing recorded'))).toEqual(changes);
   });
 

@@ -72,7 +72,13 @@ function heldRequest(port: number, path: string, body: unknown, token?: string):
   let finish = () => undefined as void;
   const answer = new Promise<Answer>((resolve) => {
     const req = request(
-      { host: '127.0.0.1', port, method: 'POST', path, agent: false, headers: {
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path,
+        agent: false,
+        headers: {
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(payload),
           ...(token ? { authorization: `Bearer ${token}` } : {}),
@@ -103,7 +109,7 @@ describe.each(databases)('graceful shutdown on %s', (kind) => {
 
   it('drains on SIGTERM: readiness fails at once, every accepted request succeeds, in-flight ones too, exit 0 within 10 s', async () => {
     const database = await createTestDatabase(kind);
-    drop = database.drop;
+    drop = () => database.drop();
     const port = await freePort();
     child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
       cwd: root,
@@ -141,7 +147,8 @@ describe.each(databases)('graceful shutdown on %s', (kind) => {
     });
     expect(registered.status).toBe(201);
     const id = JSON.parse(registered.body).id as number;
-    const token = JSON.parse((await send(port, 'POST', '/trainer/authenticate', { email, password: 'graceful-exit' })).body).token as string;
+    const token = JSON.parse((await send(port, 'POST', '/trainer/authenticate', { email, password: 'graceful-exit' })).body)
+      .token as string;
 
     // Counted, not timed: the same mix of requests before and after the signal, whatever the machine's speed.
     const mix = (i: number) =>
@@ -150,7 +157,10 @@ describe.each(databases)('graceful shutdown on %s', (kind) => {
         : i % 3 === 1
           ? send(port, 'GET', `/trainer/${id}`, undefined, token)
           : send(port, 'POST', '/graphql', { query: '{ me { id creaturesOwned } }' }, token);
-    const held = [heldRequest(port, '/trainer/authenticate', { email, password: 'graceful-exit' }), heldRequest(port, '/graphql', { query: '{ me { id } }' }, token)];
+    const held = [
+      heldRequest(port, '/trainer/authenticate', { email, password: 'graceful-exit' }),
+      heldRequest(port, '/graphql', { query: '{ me { id } }' }, token),
+    ];
     const before = Array.from({ length: 15 }, (_, i) => mix(i));
     await sleep(100);
     const sigtermAt = Date.now();
@@ -181,7 +191,7 @@ describe.each(databases)('graceful shutdown on %s', (kind) => {
       [200, undefined],
       [200, undefined],
     ]);
-    expect(JSON.parse(heldAnswers[1]!.body)).toEqual({ data: { me: { id: String(id) } } });
+    expect(JSON.parse(heldAnswers[1].body)).toEqual({ data: { me: { id: String(id) } } });
     expect(beforeAnswers.filter((a) => a.status !== 200)).toEqual([]);
     const accepted = duringAnswers.filter((a) => !/ECONNREFUSED/.test(a.error ?? ''));
     expect(accepted.filter((a) => a.status !== 200)).toEqual([]);

@@ -44,27 +44,24 @@ describe.each(databases)('reading trainers on %s', (kind) => {
     async (id) => {
       const res = await gql(t.app, TRAINER, { id }, viewer.token);
       expect(errorCode(res)).toBe('BAD_USER_INPUT');
-      expect(res.errors![0]!.extensions!.fields).toEqual([{ field: 'id', message: expect.any(String) }]);
+      expect(res.errors![0].extensions!.fields).toEqual([{ field: 'id', message: expect.any(String) }]);
     },
   );
 
   it('pages trainers by id ascending, with the total and only the caller’s own email', async () => {
     const made = [await createTrainer(t.app), await createTrainer(t.app), await createTrainer(t.app)];
-    const all = await gql(t.app, PAGE, { limit: 100, offset: 0 }, made[1]!.token);
+    const all = await gql(t.app, PAGE, { limit: 100, offset: 0 }, made[1].token);
     const ids: string[] = all.data.trainers.items.map((i: { id: string }) => i.id);
     expect(ids.map(Number)).toEqual([...ids.map(Number)].sort((a, b) => a - b));
     expect(all.data.trainers.totalCount).toBe(ids.length);
     for (const item of all.data.trainers.items) {
-      expect(item.email).toBe(item.id === String(made[1]!.trainer.id) ? made[1]!.email : null);
+      expect(item.email).toBe(item.id === String(made[1].trainer.id) ? made[1].email : null);
     }
 
-    const start = ids.indexOf(String(made[0]!.trainer.id));
+    const start = ids.indexOf(String(made[0].trainer.id));
     const page = await gql(t.app, PAGE, { limit: 2, offset: start }, viewer.token);
     expect(page.data.trainers).toMatchObject({ limit: 2, offset: start, totalCount: ids.length });
-    expect(page.data.trainers.items.map((i: { id: string }) => i.id)).toEqual([
-      String(made[0]!.trainer.id),
-      String(made[1]!.trainer.id),
-    ]);
+    expect(page.data.trainers.items.map((i: { id: string }) => i.id)).toEqual([String(made[0].trainer.id), String(made[1].trainer.id)]);
     const beyond = await gql(t.app, PAGE, { limit: 5, offset: 1_000_000 }, viewer.token);
     expect(beyond.data.trainers.items).toEqual([]);
   });
@@ -82,7 +79,7 @@ describe.each(databases)('reading trainers on %s', (kind) => {
   ])('rejects an out-of-range %s (%j) as BAD_USER_INPUT, not clamped', async (field, variables) => {
     const res = await gql(t.app, PAGE, variables, viewer.token);
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
-    expect(res.errors![0]!.extensions!.fields).toEqual([{ field, message: expect.any(String) }]);
+    expect(res.errors![0].extensions!.fields).toEqual([{ field, message: expect.any(String) }]);
   });
 
   it.each([
@@ -105,13 +102,13 @@ describe.each(databases)('reading trainers on %s', (kind) => {
     ['first', '{ trainers(first: 2) { limit } }'],
   ])('names the argument %s of a bad literal in extensions.fields', async (field, query) => {
     const res = await gql(t.app, query, {}, viewer.token);
-    expect(res.errors![0]!.extensions!.fields).toEqual([{ field, message: expect.any(String) }]);
+    expect(res.errors![0].extensions!.fields).toEqual([{ field, message: expect.any(String) }]);
   });
 
   it('limits a trainer’s creatures list the same way', async () => {
     const res = await gql(t.app, '{ me { creatures(limit: 0) { id } } }', {}, viewer.token);
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
-    expect(res.errors![0]!.extensions!.fields).toEqual([{ field: 'limit', message: expect.any(String) }]);
+    expect(res.errors![0].extensions!.fields).toEqual([{ field: 'limit', message: expect.any(String) }]);
   });
 
   it('shows the caller its own email through me', async () => {

@@ -18,7 +18,6 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({
       port: 4000,
       host: '0.0.0.0',
-      nodeEnv: 'development',
       isProduction: false,
       jwtTtlSeconds: 3600,
       logLevel: 'info',

@@ -16,7 +16,9 @@ describe('TokenIssuer', () => {
     const { token } = issuer.issue(7);
     expect(issuer.verify(token)).toBe(7);
     const [header, , signature] = token.split('.');
-    const forged = Buffer.from(JSON.stringify({ sub: '8', iss: 'creature-registry', aud: 'creature-registry', exp: 9999999999 })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ sub: '8', iss: 'creature-registry', aud: 'creature-registry', exp: 9999999999 })).toString(
+      'base64url',
+    );
     expect(issuer.verify(`${header}.${forged}.${signature}`)).toBeUndefined();
     expect(issuer.verify(`${token}x`)).toBeUndefined();
   });
