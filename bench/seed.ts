@@ -2,7 +2,7 @@
 // multi-row INSERTs, on MySQL or SQLite. Every trainer's password is BENCH_PASSWORD.
 import Database from 'better-sqlite3';
 import { createConnection } from 'mysql2/promise';
-import { hashPassword } from '../src/auth/password';
+import { PasswordHasher } from '../src/auth/password';
 import { loadDatabaseConfig } from '../src/config';
 import { createDataSource } from '../src/db/data-source';
 import { runMigrations } from '../src/db/migrate';
@@ -36,7 +36,7 @@ export async function seed(databaseUrl: string, trainers: number, creatures: num
   await runMigrations(dataSource);
   await dataSource.destroy();
 
-  const hash = await hashPassword(BENCH_PASSWORD);
+  const hash = await new PasswordHasher().hash(BENCH_PASSWORD);
   const now = new Date();
   const perTrainer = Math.floor(creatures / trainers);
   const extra = creatures - perTrainer * trainers;

@@ -6,24 +6,34 @@ import { LoginThrottle } from './auth/login-throttle';
 import type { Config } from './config';
 import { CreatureService } from './creatures/creature.service';
 import { TrainerService } from './trainers/trainer.service';
+import { PasswordHasher } from './auth/password';
+import { CreatureQueries } from './creatures/creature.queries';
+import { QUERY_TIMEOUT_MS } from './db/data-source';
+import { Sql } from './db/sql';
+import { TrainerQueries } from './trainers/trainer.queries';
 
 /** The service layer both transports call. Built once per app; no module-level state. */
 export interface Services {
   readonly trainers: TrainerService;
   readonly creatures: CreatureService;
   readonly auth: AuthService;
+  readonly hasher: PasswordHasher;
 }
 
 /** @param redis shared rate-limit counters, when several instances run (REDIS_URL) */
 export function createServices(dataSource: DataSource, config: Config, redis?: Redis): Services {
-  const trainers = new TrainerService(dataSource);
-  const creatures = new CreatureService(dataSource);
+  const sql = new Sql(dataSource, QUERY_TIMEOUT_MS);
+  const trainerQueries = new TrainerQueries(sql);
+  const creatureQueries = new CreatureQueries(sql);
+  const hasher = new PasswordHasher();
+  const trainers = new TrainerService(trainerQueries, creatureQueries, hasher);
+  const creatures = new CreatureService(creatureQueries, trainerQueries);
   const throttle = new LoginThrottle({
     maxFailures: config.loginMaxFailures,
     windowSeconds: config.loginWindowSeconds,
     ipPerMinute: config.loginIpPerMinute,
     redis,
   });
-  const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle);
-  return { trainers, creatures, auth };
+  const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher);
+  return { trainers, creatures, auth, hasher };
 }

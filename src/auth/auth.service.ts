@@ -4,7 +4,7 @@ import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerService } from '../trainers/trainer.service';
 import { bearerToken, type TokenIssuer } from './jwt';
 import type { LoginThrottle } from './login-throttle';
-import { decoyHash, verifyPassword } from './password';
+import type { PasswordHasher } from './password';
 
 export interface Authentication {
   readonly token: string;
@@ -39,9 +39,10 @@ export class AuthService {
     private readonly trainers: TrainerService,
     private readonly tokens: TokenIssuer,
     private readonly throttle: LoginThrottle,
+    private readonly hasher: PasswordHasher,
   ) {
     // Computed ahead, so the first unknown email costs no more than any other login.
-    decoyHash().catch(() => undefined);
+    hasher.decoyHash().catch(() => undefined);
   }
 
   /**
@@ -52,7 +53,7 @@ export class AuthService {
     // Before any hashing: a throttled attempt costs the server nothing.
     await this.throttle.attempt(email, clientIp);
     const credentials = await this.trainers.credentials(email);
-    const matches = await verifyPassword(password, credentials?.passwordHash ?? (await decoyHash()));
+    const matches = await this.hasher.verify(password, credentials?.passwordHash ?? (await this.hasher.decoyHash()));
     // No stored password has control characters; without this check scrypt would take
     // "secret\0" for "secret" (its HMAC pads keys with zero bytes).
     const trainer = credentials && matches && isCleanText(password) ? await this.trainers.findById(credentials.id) : null;

@@ -14,50 +14,60 @@ import pLimit from 'p-limit';
  */
 const PARAMS = { N: 2 ** 15, r: 8, p: 3 } as const;
 
-/*
- * Hashes run one fewer at a time than there are cores (at least one): a burst of logins or
- * registrations then queues for the hash instead of taking every core (and 32 MiB per thread)
- * from the requests that need none. Per process, like the thread pool it guards.
- * Measured in `npm run bench` (trainer(id) during 20 concurrent logins).
- */
-const hashSlots = pLimit(Math.max(1, availableParallelism() - 1));
 const KEY_LENGTH = 32;
 const SALT_LENGTH = 16;
 const PREFIX = 'scrypt';
 
-function derive(password: string, salt: Buffer, params: { N: number; r: number; p: number }): Promise<Buffer> {
-  const options: ScryptOptions = { ...params, maxmem: 256 * params.N * params.r + 1024 * 1024 };
-  return hashSlots(
-    () =>
-      new Promise<Buffer>((resolve, reject) => {
-        scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (err, key) => (err ? reject(err) : resolve(key)));
-      }),
-  );
-}
-
-/** `scrypt$N$r$p$salt$hash`, salt and hash in base64url. */
-export async function hashPassword(password: string): Promise<string> {
-  const salt = randomBytes(SALT_LENGTH);
-  const key = await derive(password, salt, PARAMS);
-  return [PREFIX, PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
-}
-
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
-  const parts = stored.split('$');
-  if (parts.length !== 6 || parts[0] !== PREFIX) return false;
-  const [N, r, p] = parts.slice(1, 4).map(Number) as [number, number, number];
-  const expected = Buffer.from(parts[5], 'base64url');
-  const actual = await derive(password, Buffer.from(parts[4], 'base64url'), { N, r, p });
-  return actual.length === expected.length && timingSafeEqual(actual, expected);
-}
+/**
+ * How many hashes run at once: one fewer than there are cores (at least one). A burst of logins
+ * or registrations then queues for the hash instead of taking every core (and 32 MiB per
+ * thread) from the requests that need none. Measured in `npm run bench` (trainer(id) during 20
+ * concurrent logins).
+ */
+const defaultHashSlots = (): number => Math.max(1, availableParallelism() - 1);
 
 /**
- * A hash of a random password, computed once, to verify against when the email is unknown:
- * the answer then takes as long as for a wrong password and gives nothing away. Kept per
- * process, not per app: it is an immutable value that costs a full hash to make.
+ * Password hashing for one app (built by createServices): its own queue of hash slots, and the
+ * decoy hash that unknown emails are checked against, so that their answer takes as long as a
+ * wrong password's and gives nothing away.
  */
-let decoy: Promise<string> | undefined;
-export function decoyHash(): Promise<string> {
-  decoy ??= hashPassword(randomBytes(18).toString('base64url'));
-  return decoy;
+export class PasswordHasher {
+  private readonly slots: pLimit.Limit;
+  private decoy: Promise<string> | undefined;
+
+  constructor(slots = defaultHashSlots()) {
+    this.slots = pLimit(slots);
+  }
+
+  /** `scrypt$N$r$p$salt$hash`, salt and hash in base64url. */
+  async hash(password: string): Promise<string> {
+    const salt = randomBytes(SALT_LENGTH);
+    const key = await this.derive(password, salt, PARAMS);
+    return [PREFIX, PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+  }
+
+  async verify(password: string, stored: string): Promise<boolean> {
+    const parts = stored.split('$');
+    if (parts.length !== 6 || parts[0] !== PREFIX) return false;
+    const [N, r, p] = parts.slice(1, 4).map(Number) as [number, number, number];
+    const expected = Buffer.from(parts[5], 'base64url');
+    const actual = await this.derive(password, Buffer.from(parts[4], 'base64url'), { N, r, p });
+    return actual.length === expected.length && timingSafeEqual(actual, expected);
+  }
+
+  /** A hash of a random password, made once per app (on first use: it costs a full hash). */
+  decoyHash(): Promise<string> {
+    this.decoy ??= this.hash(randomBytes(18).toString('base64url'));
+    return this.decoy;
+  }
+
+  private derive(password: string, salt: Buffer, params: { N: number; r: number; p: number }): Promise<Buffer> {
+    const options: ScryptOptions = { ...params, maxmem: 256 * params.N * params.r + 1024 * 1024 };
+    return this.slots(
+      () =>
+        new Promise<Buffer>((resolve, reject) => {
+          scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (err, key) => (err ? reject(err) : resolve(key)));
+        }),
+    );
+  }
 }

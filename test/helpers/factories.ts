@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { randomBytes } from 'node:crypto';
-import { hashPassword } from '../../src/auth/password';
+import { PasswordHasher } from '../../src/auth/password';
 import { TokenIssuer } from '../../src/auth/jwt';
 import { Creature } from '../../src/creatures/creature.entity';
 import { creatureNameKey } from '../../src/creatures/creature.service';
@@ -12,7 +12,7 @@ export const TEST_PASSWORD = 'correct-horse-battery';
 
 let sharedHash: Promise<string> | undefined;
 /** One real scrypt hash of TEST_PASSWORD, reused so that setting up many trainers stays fast. */
-const passwordHash = () => (sharedHash ??= hashPassword(TEST_PASSWORD));
+const passwordHash = () => (sharedHash ??= new PasswordHasher().hash(TEST_PASSWORD));
 
 export const unique = (prefix = 't'): string => `${prefix}${randomBytes(5).toString('hex')}`;
 

@@ -1,0 +1,108 @@
+import { placeholders, sqlDate, sqlInt, type Sql } from '../db/sql';
+import { Creature } from './creature.entity';
+
+/*
+ * Every statement about the creature table. Services call these; nothing else writes SQL for
+ * creatures. A new column touches this file, the entity and a migration.
+ */
+
+interface CreatureRow {
+  id: number | string;
+  name: string;
+  speciesId: number | string;
+  level: number | string;
+  trainerId: number | string;
+  createdAt: Date | string;
+}
+
+/** A row to insert: the trimmed NFC name and its uniqueness key. */
+export interface NewCreatureRow {
+  readonly name: string;
+  readonly nameKey: string;
+  readonly speciesId: number;
+  readonly level: number;
+  readonly trainerId: number;
+  readonly createdAt: Date;
+}
+
+const COLUMNS = 'id, name, species_id AS speciesId, level, trainer_id AS trainerId, created_at AS createdAt';
+
+function toCreature(row: CreatureRow): Creature {
+  const creature = new Creature();
+  creature.id = sqlInt(row.id);
+  creature.name = row.name;
+  creature.speciesId = sqlInt(row.speciesId);
+  creature.level = sqlInt(row.level);
+  creature.trainerId = sqlInt(row.trainerId);
+  creature.createdAt = sqlDate(row.createdAt);
+  return creature;
+}
+
+export class CreatureQueries {
+  constructor(private readonly sql: Sql) {}
+
+  /** Inserts a creature and returns it; the unique index on (trainer, name key) decides duplicates. */
+  async insert(row: NewCreatureRow): Promise<Creature> {
+    const { insertId } = await this.sql.write(
+      'INSERT INTO creature (name, name_key, species_id, level, trainer_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      [row.name, row.nameKey, row.speciesId, row.level, row.trainerId, this.sql.date(row.createdAt)],
+    );
+    const creature = new Creature();
+    Object.assign(creature, { id: insertId, name: row.name, speciesId: row.speciesId, level: row.level, trainerId: row.trainerId });
+    creature.createdAt = row.createdAt;
+    return creature;
+  }
+
+  /** A creature by id; with `trainerId`, only if that trainer owns it. */
+  async byId(id: number, trainerId?: number): Promise<Creature | null> {
+    const [row] =
+      trainerId === undefined
+        ? await this.sql.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature WHERE id = ?`, [id], { prepared: true })
+        : await this.sql.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature WHERE id = ? AND trainer_id = ?`, [id, trainerId], {
+            prepared: true,
+          });
+    return row ? toCreature(row) : null;
+  }
+
+  /** Deletes a creature if `trainerId` owns it; whether it did (false when a concurrent delete won). */
+  async deleteOwned(id: number, trainerId: number): Promise<boolean> {
+    const { affected } = await this.sql.write('DELETE FROM creature WHERE id = ? AND trainer_id = ?', [id, trainerId]);
+    return affected > 0;
+  }
+
+  /**
+   * One page of creatures (oldest first) for each trainer, in one statement whatever the number
+   * of trainers: ROW_NUMBER() per trainer picks each page (SQLite 3.25+, MariaDB 10.2+, MySQL 8).
+   */
+  async pagesForTrainers(trainerIds: readonly number[], limit: number, offset: number): Promise<Creature[][]> {
+    if (trainerIds.length === 0) return [];
+    const rows =
+      trainerIds.length === 1
+        ? await this.sql.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature WHERE trainer_id = ? ORDER BY id LIMIT ? OFFSET ?`, [
+            trainerIds[0],
+            limit,
+            offset,
+          ])
+        : await this.sql.rows<CreatureRow>(
+            `SELECT ${COLUMNS} FROM (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY c.trainer_id ORDER BY c.id) AS rn FROM creature c WHERE c.trainer_id IN (${placeholders(trainerIds.length)})) ranked WHERE rn > ? AND rn <= ? ORDER BY id`,
+            [...trainerIds, offset, offset + limit],
+          );
+    const byTrainer = new Map<number, Creature[]>(trainerIds.map((id) => [id, []]));
+    for (const row of rows) {
+      const creature = toCreature(row);
+      byTrainer.get(creature.trainerId)?.push(creature);
+    }
+    return trainerIds.map((id) => byTrainer.get(id)!);
+  }
+
+  /** How many creatures each trainer owns, in one statement (0 for those with none). */
+  async countsByTrainer(trainerIds: readonly number[]): Promise<number[]> {
+    if (trainerIds.length === 0) return [];
+    const rows = await this.sql.rows<{ trainerId: number | string; n: number | string }>(
+      `SELECT trainer_id AS trainerId, COUNT(*) AS n FROM creature WHERE trainer_id IN (${placeholders(trainerIds.length)}) GROUP BY trainer_id`,
+      trainerIds,
+    );
+    const counts = new Map(rows.map((row) => [sqlInt(row.trainerId), sqlInt(row.n)]));
+    return trainerIds.map((id) => counts.get(id) ?? 0);
+  }
+}
