@@ -9,10 +9,11 @@ import { createDataSource, type DataSourceExtras } from './db/data-source';
 import { DatabaseConnector } from './db/connector';
 import { registerGraphQL } from './graphql/plugin';
 import { AppError } from './errors';
-import { clientErrorHandler, registerErrorHandlers, registerStrictJsonParser, sendError } from './http-errors';
+import { registerStrictJsonParser } from './http/json-body';
+import { clientErrorHandler, problemErrorHandler, problemNotFoundHandler, sendProblem } from './rest/problem';
 import { registerDocs } from './ops/docs';
 import { errorForLog } from './log';
-import { registerHealthRoutes } from './ops/health';
+import { databaseGate, registerHealthRoutes } from './ops/health';
 import { registerObservability } from './ops/observability';
 import { registerSecurityHeaders } from './ops/security';
 import { restRoutes } from './rest/routes';
@@ -70,7 +71,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     routerOptions: { maxParamLength: 16_384 },
     // A malformed URL (bad percent-encoding) still gets a catalogue answer.
     frameworkErrors: (error, request, reply) => {
-      sendError(request, reply, new AppError('BAD_USER_INPUT', error.message));
+      sendProblem(request, reply, new AppError('BAD_USER_INPUT', error.message));
     },
     // Slow clients (slowloris) cannot hold a connection, or a shutdown, open for long.
     requestTimeout: 15_000,
@@ -108,9 +109,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const services = createServices(dataSource, config, redis);
     app.decorate('services', services);
 
-    registerErrorHandlers(app);
+    // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
+    app.setErrorHandler(problemErrorHandler);
+    app.setNotFoundHandler(problemNotFoundHandler);
     registerObservability(app, dataSource, statements);
-    await registerSecurityHeaders(app, config.sandbox);
+    registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,
       methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
@@ -123,8 +126,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     registerStrictJsonParser(app);
     registerHealthRoutes(app, dataSource, database);
     await registerDocs(app);
-    await app.register(restRoutes, { services });
-    await registerGraphQL(app, config, services);
+    // The API's own scopes wait for the database; operations, docs and the IDE pages do not.
+    const requireDatabase = databaseGate(database);
+    await app.register(restRoutes, { services, requireDatabase });
+    await registerGraphQL(app, config, services, requireDatabase);
     await app.ready();
     return app;
   } catch (error) {

@@ -26,6 +26,8 @@ export interface Config {
   readonly workers: number;
   /** On SIGTERM, how long /readyz says 503 before the server stops accepting (for load balancers to notice). */
   readonly shutdownDelayMs: number;
+  /** SQL statements taking at least this long are logged as slow (without their parameters). */
+  readonly slowQueryMs: number;
   /** Take the client address from X-Forwarded-For (behind a load balancer). */
   readonly trustProxy: boolean | number | string;
 }
@@ -123,6 +125,7 @@ const envSchema = z.object({
   LOGIN_WINDOW: duration.default(900),
   LOGIN_IP_PER_MINUTE: integer(1, 100000).default(30),
   SHUTDOWN_DELAY_MS: integer(0, 8000).default(0),
+  SLOW_QUERY_MS: integer(0, 600_000).default(500),
   WORKERS: z
     .string()
     .regex(/^(auto|[1-9]\d{0,2})$/, 'must be auto or a number of processes')
@@ -226,6 +229,7 @@ export function loadConfig(env: Env = process.env): Config {
     loginIpPerMinute: e.LOGIN_IP_PER_MINUTE,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
+    slowQueryMs: e.SLOW_QUERY_MS,
     workers: e.WORKERS,
   });
 }

@@ -22,7 +22,7 @@ export interface Services {
 
 /** @param redis shared rate-limit counters, when several instances run (REDIS_URL) */
 export function createServices(dataSource: DataSource, config: Config, redis?: Redis): Services {
-  const sql = new Sql(dataSource, QUERY_TIMEOUT_MS);
+  const sql = new Sql(dataSource, { timeoutMs: QUERY_TIMEOUT_MS, slowMs: config.slowQueryMs });
   const trainerQueries = new TrainerQueries(sql);
   const creatureQueries = new CreatureQueries(sql);
   const hasher = new PasswordHasher();

@@ -3,6 +3,8 @@ import { Args, ArgsType, Ctx, Field, Mutation, ObjectType, Resolver } from 'type
 import type { GraphQLContext } from '../graphql/context';
 import { Trainer } from '../trainers/trainer.entity';
 
+// simpleResolvers: every field only reads a property of the answer (no @Authorized field, no database
+// access); `trainer` resolves through Trainer's own field resolvers, which keep their middlewares.
 @ObjectType({ description: 'What a successful authentication returns.', simpleResolvers: true })
 export class AuthPayload {
   @Field({ description: 'A JWT to send as `Authorization: Bearer <token>`.' })

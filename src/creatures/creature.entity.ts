@@ -3,6 +3,8 @@ import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn, t
 import type { Trainer } from '../trainers/trainer.entity';
 
 /** A creature owned by exactly one trainer. `trainer` is a GraphQL field of CreatureResolver. */
+// simpleResolvers: the plain fields only read a property (no @Authorized field, no database access), so
+// type-graphql's middlewares would have nothing to do there; `trainer` is a field resolver and keeps them.
 @ObjectType({ description: 'A creature owned by exactly one trainer.', simpleResolvers: true })
 @Entity({ name: 'creature' })
 @Index('UQ_creature_trainer_name', ['trainerId', 'nameKey'], { unique: true })

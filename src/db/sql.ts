@@ -34,11 +34,17 @@ export function sqlDate(value: Date | string): Date {
 /** COUNT(*) and integer columns: MySQL may answer them as strings (BIGINT), SQLite as numbers. */
 export const sqlInt = (value: number | string | bigint): number => Number(value);
 
+export interface SqlLimits {
+  /** Statements taking longer are cut off (MySQL: mysql2 drops the connection). */
+  readonly timeoutMs: number;
+  /** Statements taking at least this long are reported to the logger as slow (SLOW_QUERY_MS). */
+  readonly slowMs: number;
+}
+
 export class Sql {
   constructor(
     private readonly dataSource: DataSource,
-    /** Statements taking longer are cut off (MySQL) and reported as slow. */
-    private readonly timeoutMs: number,
+    private readonly limits: SqlLimits,
   ) {}
 
   get isMysql(): boolean {
@@ -57,7 +63,7 @@ export class Sql {
    */
   rows<T>(sql: string, params: readonly unknown[], { prepared = false } = {}): Promise<T[]> {
     const pool = this.pool();
-    if (!pool) return this.dataSource.query<T[]>(sql, [...params]);
+    if (!pool) return this.timed(sql, () => this.dataSource.query<T[]>(sql, [...params]));
     return this.onPool<T[]>(pool, sql, params, prepared);
   }
 
@@ -70,11 +76,26 @@ export class Sql {
     }
     const runner = this.dataSource.createQueryRunner();
     try {
-      const result = (await runner.query(sql, [...params], true)) as QueryResult<number | bigint>;
+      const result = (await this.timed(sql, () => runner.query(sql, [...params], true))) as QueryResult<number | bigint>;
       return { affected: result.affected ?? 0, insertId: Number(result.raw) };
     } finally {
       await runner.release();
     }
+  }
+
+  /** Reports the statement as slow when it took at least SLOW_QUERY_MS (TypeORM's own report is off). */
+  private async timed<T>(sql: string, statement: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await statement();
+    } finally {
+      this.reportIfSlow(sql, started);
+    }
+  }
+
+  private reportIfSlow(sql: string, started: number): void {
+    const elapsed = performance.now() - started;
+    if (elapsed >= this.limits.slowMs) this.dataSource.logger.logQuerySlow(Math.round(elapsed), sql);
   }
 
   private pool(): Pool | undefined {
@@ -88,12 +109,11 @@ export class Sql {
     const started = performance.now();
     return new Promise<T>((resolve, reject) => {
       const done = (error: Error | null, result: unknown) => {
-        const elapsed = performance.now() - started;
-        if (elapsed > this.timeoutMs) logger.logQuerySlow(Math.round(elapsed), sql);
+        this.reportIfSlow(sql, started);
         if (error) reject(error);
         else resolve(result as T);
       };
-      const options = { sql, values: [...params] as unknown[], timeout: this.timeoutMs };
+      const options = { sql, values: [...params] as unknown[], timeout: this.limits.timeoutMs };
       if (prepared) pool.execute(options, done);
       else pool.query(options, done);
     });

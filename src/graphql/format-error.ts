@@ -3,7 +3,7 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { GraphQLError, Kind, parse, visit, type GraphQLFormattedError, type ValueNode } from 'graphql';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError, type ErrorCode, type FieldError } from '../errors';
-import { logIfUnexpected, toAppError } from '../http-errors';
+import { logIfUnexpected, toAppError } from '../error-mapping';
 import type { GraphQLContext } from './context';
 
 /**

@@ -1,5 +1,5 @@
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -21,7 +21,7 @@ export const IDE_PATH = '/graphql/ide';
 const COMMON_POLICY = ["default-src 'none'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"];
 
 /** The landing page: its own script and style, Apollo's embed script, Sandbox's frame, and GraphQL requests to this origin. */
-export const LANDING_CSP = [
+const LANDING_CSP = [
   ...COMMON_POLICY,
   `script-src 'self' ${new URL(SANDBOX_SCRIPT).origin}`,
   "style-src 'self'",
@@ -167,7 +167,7 @@ const ASSETS: Record<string, Asset> = {
   'graphiql.css': { type: CSS, load: file('graphiql', 'graphiql.min.css') },
 };
 
-/** Apollo serves this page for a browser's GET /graphql (Accept: text/html); the CSP is set where the page leaves (security.ts). */
+/** Apollo serves this page for a browser's GET /graphql (Accept: text/html); landingPageCsp gives it its policy. */
 export function landingPagePlugin(): ApolloServerPlugin {
   return {
     async serverWillStart() {
@@ -179,6 +179,12 @@ export function landingPagePlugin(): ApolloServerPlugin {
     },
   };
 }
+
+/** An onSend hook for /graphql's scope: the landing page (the only HTML there) gets LANDING_CSP. */
+export const landingPageCsp = async (_request: FastifyRequest, reply: FastifyReply) => {
+  const type = reply.getHeader('content-type');
+  if (typeof type === 'string' && type.startsWith('text/html')) reply.header('content-security-policy', LANDING_CSP);
+};
 
 /** The local IDE page and the files both pages load, read from the installed packages once, on first use. */
 export function registerIdeRoutes(app: FastifyInstance): void {

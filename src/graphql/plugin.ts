@@ -1,14 +1,15 @@
 import { ApolloServer, type GraphQLRequestListener } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo from '@as-integrations/fastify';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { getNamedType, GraphQLError, isIntrospectionType, type ValidationRule } from 'graphql';
 import type { Config } from '../config';
-import { methodNotAllowed } from '../http-errors';
+import { methodNotAllowed } from '../http/method-not-allowed';
+import { graphqlErrorHandler } from './http-errors';
 import type { Services } from '../services';
 import type { GraphQLContext } from './context';
 import { createFormatError, errorLoggingPlugin } from './format-error';
-import { landingPagePlugin, registerIdeRoutes } from './ide';
+import { landingPageCsp, landingPagePlugin, registerIdeRoutes } from './ide';
 import { costLimitPlugin, limitRules, LIMITS } from './limits';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
@@ -50,7 +51,12 @@ const withoutIde = async (request: FastifyRequest, reply: FastifyReply) => {
   return reply.code(400).type('text/plain; charset=utf-8').send(NO_IDE_MESSAGE);
 };
 
-export async function registerGraphQL(app: FastifyInstance, config: Config, services: Services): Promise<void> {
+export async function registerGraphQL(
+  app: FastifyInstance,
+  config: Config,
+  services: Services,
+  requireDatabase: onRequestAsyncHookHandler,
+): Promise<void> {
   const schema = await buildGraphQLSchema();
   const apollo = new ApolloServer<GraphQLContext>({
     schema,
@@ -78,10 +84,15 @@ export async function registerGraphQL(app: FastifyInstance, config: Config, serv
   await apollo.start();
   app.addHook('onClose', async () => apollo.stop());
 
-  methodNotAllowed(app, '/graphql', ['GET', 'POST', 'OPTIONS']);
   if (config.sandbox) registerIdeRoutes(app);
+  // /graphql in a scope of its own: errors raised before Apollo has the request answer in
+  // GraphQL's shape, and the database gate applies.
   await app.register(async (scope) => {
-    if (!config.sandbox) scope.addHook('onRequest', withoutIde);
+    scope.setErrorHandler(graphqlErrorHandler);
+    if (config.sandbox) scope.addHook('onSend', landingPageCsp);
+    else scope.addHook('onRequest', withoutIde);
+    scope.addHook('onRequest', requireDatabase);
+    methodNotAllowed(scope, '/graphql', ['GET', 'POST', 'OPTIONS']);
     await scope.register(fastifyApollo(apollo), {
       path: '/graphql',
       context: async (request): Promise<GraphQLContext> => {

@@ -1,9 +1,8 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { AppError } from '../errors';
 
 const PING_TIMEOUT_MS = 2000;
-const OPS_PATHS = /^\/(healthz|readyz|metrics|docs|openapi\.json)(\/|\?|$)/;
 
 async function ping(dataSource: DataSource): Promise<boolean> {
   if (!dataSource.isInitialized) return false;
@@ -31,14 +30,19 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * An onRequest hook for the API's scopes (REST, GraphQL): until the database is connected and
+ * migrated, they answer SERVICE_UNAVAILABLE at once.
+ */
+export function databaseGate(database: { ready: boolean }): onRequestAsyncHookHandler {
+  return async () => {
+    if (!database.ready) throw new AppError('SERVICE_UNAVAILABLE', 'The service is starting: the database is not connected yet');
+  };
+}
+
 /** Liveness never touches the database; readiness is a database ping, and false while draining. */
 export function registerHealthRoutes(app: FastifyInstance, dataSource: DataSource, database: { ready: boolean }): void {
   app.decorate('lifecycle', { draining: false });
-  // Until the database is connected and migrated, the API answers SERVICE_UNAVAILABLE at once.
-  app.addHook('onRequest', async (request) => {
-    if (database.ready || OPS_PATHS.test(request.url)) return;
-    throw new AppError('SERVICE_UNAVAILABLE', 'The service is starting: the database is not connected yet');
-  });
   app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
   app.get('/readyz', { logLevel: 'warn' }, async (_request, reply) => {
     if (app.lifecycle.draining) return reply.code(503).send({ status: 'draining', code: 'SERVICE_UNAVAILABLE' });

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import helmet, { type HelmetOptions } from 'helmet';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { LANDING_CSP } from '../graphql/ide';
 
 const API_POLICY: HelmetOptions = {
   contentSecurityPolicy: {
@@ -33,22 +32,12 @@ function helmetHeaders(options: HelmetOptions): Record<string, string> {
 /**
  * Security headers on every answer (helmet's). The API serves JSON, so its policy allows
  * nothing; /docs keeps Swagger UI's own policy (set by @fastify/swagger-ui for its files, after
- * these), and the development IDE pages get theirs (graphql/ide.ts): the local IDE sets its own,
- * the landing page that Apollo writes gets it here.
+ * these), and the development IDE pages get theirs (graphql/ide.ts).
  */
-export async function registerSecurityHeaders(app: FastifyInstance, sandbox: boolean): Promise<void> {
+export function registerSecurityHeaders(app: FastifyInstance): void {
   const headers = helmetHeaders(API_POLICY);
   app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(headers);
     done();
   });
-  if (sandbox) {
-    app.addHook('onSend', async (request, reply) => {
-      const type = reply.getHeader('content-type');
-      const path = request.url.split('?', 1)[0];
-      if (path === '/graphql' && typeof type === 'string' && type.startsWith('text/html')) {
-        reply.header('content-security-policy', LANDING_CSP);
-      }
-    });
-  }
 }

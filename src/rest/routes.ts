@@ -1,5 +1,5 @@
 import type {} from '@fastify/swagger';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { validateOrThrow } from '../common/validation';
 import { CreateCreatureInput } from '../creatures/creature.inputs';
 import type { Services } from '../services';
@@ -18,7 +18,7 @@ import {
   trainerPageSchema,
   trainerParams,
 } from './schemas';
-import { methodNotAllowed } from '../http-errors';
+import { methodNotAllowed } from '../http/method-not-allowed';
 import { createRestValidatorCompiler } from './validation';
 
 type Page = { limit: number; offset: number };
@@ -54,7 +54,11 @@ const PATHS: Record<string, string[]> = {
  * The REST shim for legacy clients: each handler parses, calls one service method, replies.
  * Authentication is the GraphQL one (AuthService.forRequest); every rule lives in the services.
  */
-export async function restRoutes(app: FastifyInstance, { services }: { services: Services }): Promise<void> {
+export async function restRoutes(
+  app: FastifyInstance,
+  { services, requireDatabase }: { services: Services; requireDatabase: onRequestAsyncHookHandler },
+): Promise<void> {
+  app.addHook('onRequest', requireDatabase);
   app.setValidatorCompiler(createRestValidatorCompiler());
   app.decorateRequest('viewer', null);
 

@@ -2,6 +2,8 @@ import { Field, Int, ObjectType } from 'type-graphql';
 import { Trainer } from './trainer.entity';
 
 /** `totalCount` is a field of TrainerPageResolver, so it is counted only when asked for. */
+// simpleResolvers: items, limit and offset only read a property; totalCount is a field resolver
+// (TrainerPageResolver) and keeps the middlewares (database errors).
 @ObjectType({ description: 'One page of trainers, ordered by id ascending.', simpleResolvers: true })
 export class TrainerPage {
   @Field(() => [Trainer])

@@ -7,6 +7,8 @@ import { Team } from './team';
  * A registered trainer. `email`, `creaturesOwned` and `creatures` are GraphQL fields
  * defined by TrainerResolver, because they depend on the caller or need batching.
  */
+// simpleResolvers: the plain fields only read a property (no @Authorized field, no database access);
+// email, creaturesOwned and creatures are field resolvers and keep the middlewares and the email rule.
 @ObjectType({ description: 'A registered trainer. The password is never exposed.', simpleResolvers: true })
 @Entity({ name: 'trainer' })
 @Index('UQ_trainer_nickname_key', ['nicknameKey'], { unique: true })

@@ -79,3 +79,28 @@ describe.each(databases)('logs and metrics on %s', (kind) => {
     if (kind === 'mysql') expect(text).toMatch(/^db_pool_connections\{state="open"\} [1-9]\d*$/m);
   });
 });
+
+describe.each(databases)('slow SQL statements on %s', (kind) => {
+  const logged = async (env: Record<string, string>) => {
+    const lines: string[] = [];
+    const t = await startTestApp(kind, { LOG_LEVEL: 'warn', ...env }, { logStream: { write: (line) => lines.push(line) } });
+    try {
+      const me = await createTrainer(t.app);
+      lines.length = 0;
+      await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}`, headers: { authorization: `Bearer ${me.token}` } });
+      return lines.map((l) => JSON.parse(l) as { msg: string; sql?: string; timeMs?: number });
+    } finally {
+      await t.close();
+    }
+  };
+
+  it('are logged against SLOW_QUERY_MS, its own setting (0: every statement), with the SQL and without its values', async () => {
+    const slow = (await logged({ SLOW_QUERY_MS: '0' })).filter((l) => l.msg === 'slow SQL statement');
+    expect(slow.length).toBeGreaterThan(0);
+    expect(slow[0]).toEqual(expect.objectContaining({ sql: expect.stringMatching(/^SELECT /), timeMs: expect.any(Number) }));
+  });
+
+  it('are not logged below the default threshold of 500 ms', async () => {
+    expect((await logged({})).filter((l) => l.msg === 'slow SQL statement')).toEqual([]);
+  });
+});

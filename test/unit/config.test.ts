@@ -31,6 +31,7 @@ describe('loadConfig', () => {
       loginIpPerMinute: 30,
       trustProxy: false,
       shutdownDelayMs: 0,
+      slowQueryMs: 500,
       workers: 1,
     });
     expect(config.database).toEqual({ type: 'sqlite', path: join(dir, 'db.sqlite') });

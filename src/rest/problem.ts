@@ -1,0 +1,76 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { logIfUnexpected, toAppError } from '../error-mapping';
+import { AppError, ERROR_STATUS, type ErrorCode } from '../errors';
+
+/*
+ * RFC 9457 problem details: how the REST shim and every other non-GraphQL path (operations,
+ * docs, unknown paths) answer an error. GraphQL's scope has its own writer (graphql/http-errors.ts).
+ */
+
+const TITLES: Record<ErrorCode, string> = {
+  BAD_USER_INPUT: 'Bad request',
+  UNAUTHENTICATED: 'Unauthenticated',
+  FORBIDDEN: 'Forbidden',
+  NOT_FOUND: 'Not found',
+  METHOD_NOT_ALLOWED: 'Method not allowed',
+  DUPLICATE_CREATURE: 'Duplicate creature',
+  TRAINER_ALREADY_EXISTS: 'Trainer already exists',
+  PAYLOAD_TOO_LARGE: 'Payload too large',
+  UNSUPPORTED_MEDIA_TYPE: 'Unsupported media type',
+  RATE_LIMITED: 'Too many requests',
+  INTERNAL_SERVER_ERROR: 'Internal server error',
+  SERVICE_UNAVAILABLE: 'Service unavailable',
+};
+
+/** Writes the catalogue error as application/problem+json, with the headers its code calls for. */
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  const status = ERROR_STATUS[error.code];
+  if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
+  if (status === 401) {
+    // RFC 6750: how to authenticate, and whether the token that came was refused.
+    reply.header(
+      'www-authenticate',
+      request.headers.authorization ? 'Bearer realm="creature-registry", error="invalid_token"' : 'Bearer realm="creature-registry"',
+    );
+  }
+  return reply
+    .code(status)
+    .type('application/problem+json; charset=utf-8')
+    .send({
+      type: `urn:creature-registry:error:${error.code.toLowerCase().replace(/_/g, '-')}`,
+      title: TITLES[error.code],
+      status,
+      detail: error.message,
+      code: error.code,
+      ...(error.fields?.length ? { fields: error.fields } : {}),
+    });
+}
+
+/** The app's error handler outside GraphQL's scope. */
+export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const appError = toAppError(error);
+  logIfUnexpected(request.log, error, appError);
+  return sendProblem(request, reply, appError);
+}
+
+export function problemNotFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendProblem(request, reply, new AppError('NOT_FOUND', `No route for ${request.method} ${request.url.split('?')[0]}`));
+}
+
+/** Requests Node's HTTP parser rejects (bad Content-Length, broken headers) still get a catalogue answer. */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: import('node:net').Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({
+    type: 'urn:creature-registry:error:bad-user-input',
+    title: TITLES.BAD_USER_INPUT,
+    status: 400,
+    detail: 'Malformed HTTP request',
+    code: 'BAD_USER_INPUT',
+  });
+  socket.end(
+    `HTTP/1.1 400 Bad Request\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
