@@ -2,9 +2,10 @@ import { isCleanText } from '../common/text';
 import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerService } from '../trainers/trainer.service';
-import { bearerToken, type TokenIssuer } from './jwt';
+import type { TokenIssuer } from './jwt';
 import type { LoginThrottle } from './login-throttle';
 import type { PasswordHasher } from './password';
+import { RequestAuth } from './request-auth';
 
 export interface Authentication {
   readonly token: string;
@@ -14,25 +15,6 @@ export interface Authentication {
 }
 
 const WRONG_CREDENTIALS = 'Wrong email or password';
-
-const refused = (authorization: string | undefined): AppError =>
-  new AppError(
-    'UNAUTHENTICATED',
-    authorization ? 'Invalid or expired token' : 'Authentication required: send Authorization: Bearer <token>',
-  );
-
-/** Who is calling: resolved lazily, at most once per request, from the Authorization header. */
-export interface RequestAuth {
-  /** The calling trainer, or null when the request carries no valid token of an existing trainer. */
-  viewer(): Promise<Trainer | null>;
-  /** The calling trainer, or UNAUTHENTICATED. */
-  requireViewer(): Promise<Trainer>;
-  /**
-   * The trainer id of a valid token, or UNAUTHENTICATED, without asking the database: for
-   * reads that check the trainer still exists in their own statement (or batch).
-   */
-  requireTokenId(): number;
-}
 
 export class AuthService {
   constructor(
@@ -63,38 +45,8 @@ export class AuthService {
     return { token, tokenType: 'Bearer', expiresAt, trainer };
   }
 
-  /**
-   * The trainer id of a valid token, or UNAUTHENTICATED, without asking the database: for reads
-   * that check the trainer still exists in their own statement (REST GET /trainer/:id).
-   */
-  requireTokenId(authorization: string | undefined): number {
-    const token = bearerToken(authorization);
-    const id = token === undefined ? undefined : this.tokens.verify(token);
-    if (id === undefined) throw refused(authorization);
-    return id;
-  }
-
-  /**
-   * @param findTrainer how to look the token's trainer up: the request's batching loader,
-   * so that the viewer also answers `me` and its own `Creature.trainer` without another query.
-   */
-  forRequest(authorization: string | undefined, findTrainer: (id: number) => Promise<Trainer | null>): RequestAuth {
-    let resolved: Promise<Trainer | null> | undefined;
-    const viewer = (): Promise<Trainer | null> => {
-      if (resolved) return resolved;
-      const token = bearerToken(authorization);
-      const id = token === undefined ? undefined : this.tokens.verify(token);
-      resolved = id === undefined ? Promise.resolve(null) : findTrainer(id);
-      return resolved;
-    };
-    return {
-      viewer,
-      async requireViewer() {
-        const trainer = await viewer();
-        if (trainer) return trainer;
-        throw refused(authorization);
-      },
-      requireTokenId: () => this.requireTokenId(authorization),
-    };
+  /** Who is calling, for one request (see RequestAuth). */
+  forRequest(authorization: string | undefined, onKnown?: (viewer: Trainer | null) => void): RequestAuth {
+    return new RequestAuth(authorization, this.tokens, (id) => this.trainers.findById(id), onKnown);
   }
 }

@@ -34,7 +34,7 @@ export class CreatureResolver {
 
   @FieldResolver(() => Trainer)
   async trainer(@Root() creature: Creature, @Ctx() ctx: GraphQLContext): Promise<Trainer> {
-    const trainer = await ctx.loaders.trainerById.load(creature.trainerId);
+    const trainer = await ctx.loaders.trainer(creature.trainerId);
     if (!trainer) throw new AppError('NOT_FOUND', `Trainer ${creature.trainerId} no longer exists`);
     return trainer;
   }

@@ -1,11 +1,12 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
-import type { RequestAuth } from '../auth/auth.service';
+import type { RequestAuth } from '../auth/request-auth';
 import type { Services } from '../services';
 import type { Loaders } from './loaders';
 
 export interface GraphQLContext {
   readonly services: Services;
   readonly loaders: Loaders;
+  /** Who is calling: the request's own RequestAuth, the same object REST handlers use. */
   readonly auth: RequestAuth;
   /**
    * Trainers this response speaks to as themselves besides the token's owner: the answers

@@ -1,49 +1,67 @@
 import DataLoader from 'dataloader';
+import type { RequestAuth } from '../auth/request-auth';
+import type { Page } from '../common/args';
 import type { Creature } from '../creatures/creature.entity';
 import type { Services } from '../services';
 import type { Trainer } from '../trainers/trainer.entity';
 
 /**
- * Per-request batching: every relation field of one GraphQL level becomes one SQL statement,
- * so a page of trainers with their creatures and counts costs a fixed number of queries.
+ * Per-request reads for GraphQL: every relation field of one level becomes one SQL statement,
+ * so a page of trainers with their creatures and counts costs a fixed number of statements.
+ * Trainers read here (a page, a trainer(id), the caller) are remembered for the request, so
+ * `Creature.trainer` finds them without another read.
  */
 export class Loaders {
-  readonly trainerById: DataLoader<number, Trainer | null>;
-  readonly creatureCount: DataLoader<number, number>;
+  private readonly trainers: DataLoader<number, Trainer | null>;
+  private readonly creatureCounts: DataLoader<number, number>;
   private readonly creaturePages = new Map<string, DataLoader<number, Creature[]>>();
-  /** Trainers of the pending batch whose `creaturesOwned` the query asks for. */
-  private readonly countWanted = new Set<number>();
 
-  constructor(private readonly services: Services) {
-    this.trainerById = new DataLoader(async (ids) => {
-      const countFor = ids.filter((id) => this.countWanted.delete(id));
+  constructor(
+    private readonly services: Services,
+    private readonly auth: RequestAuth,
+  ) {
+    this.trainers = new DataLoader(async (ids) => {
       const found = new Map<number, Trainer>();
-      for (const { trainer, creaturesOwned } of await services.trainers.findByIds(ids, countFor)) {
-        found.set(trainer.id, trainer);
-        if (creaturesOwned !== undefined) this.creatureCount.prime(trainer.id, creaturesOwned);
-      }
+      const viewer = auth.known;
+      if (viewer) found.set(viewer.id, viewer);
+      const missing = ids.filter((id) => !found.has(id));
+      if (missing.length > 0) for (const trainer of await services.trainers.findByIds(missing)) found.set(trainer.id, trainer);
       return ids.map((id) => found.get(id) ?? null);
     });
-    this.creatureCount = new DataLoader((ids) => services.trainers.creatureCounts(ids));
+    this.creatureCounts = new DataLoader((ids) => services.trainers.creatureCounts(ids));
   }
 
-  /**
-   * A trainer whose `creaturesOwned` is wanted too: the count comes in the same statement as
-   * the trainer (when the trainer is not already loaded).
-   */
-  trainerWithCount(id: number): Promise<Trainer | null> {
-    this.countWanted.add(id);
-    return this.trainerById.load(id);
+  trainer(id: number): Promise<Trainer | null> {
+    return this.trainers.load(id);
   }
 
-  /** The loader of one page shape: fields asking for different pages are batched separately. */
-  creaturePage(limit: number, offset: number): DataLoader<number, Creature[]> {
+  /** trainer(id): read alongside the caller check (one statement), with its count when the query asks for it. */
+  async trainerById(id: number, { withCount }: { withCount: boolean }): Promise<Trainer | null> {
+    const trainer = await this.auth.alongside(() => this.services.trainers.findById(id, { withCount }));
+    if (trainer) this.trainers.prime(trainer.id, trainer);
+    return trainer;
+  }
+
+  /** A page of trainers, with their counts in the same statement when the query asks for them. */
+  async trainerPage(limit: number, offset: number, { withCounts }: { withCounts: boolean }): Promise<Page<Trainer>> {
+    const page = await this.services.trainers.page(limit, offset, { withCounts });
+    for (const trainer of page.items) this.trainers.prime(trainer.id, trainer);
+    return page;
+  }
+
+  /** Read with the trainer when its statement counted them; otherwise one statement for the whole level. */
+  creaturesOwned(trainer: Trainer): number | Promise<number> {
+    return trainer.creaturesOwned ?? this.creatureCounts.load(trainer.id);
+  }
+
+  /** A page of each trainer's creatures: fields asking for different pages are batched separately. */
+  creaturePage(trainerId: number, limit: number, offset: number): Promise<Creature[]> {
     const key = `${limit}:${offset}`;
     let loader = this.creaturePages.get(key);
     if (!loader) {
       loader = new DataLoader((ids) => this.services.creatures.pagesForTrainers(ids, limit, offset));
       this.creaturePages.set(key, loader);
     }
-    return loader;
+    return loader.load(trainerId);
   }
 }

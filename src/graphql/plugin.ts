@@ -6,6 +6,7 @@ import { getNamedType, GraphQLError, isIntrospectionType, type ValidationRule } 
 import type { Config } from '../config';
 import { methodNotAllowed } from '../http/method-not-allowed';
 import { graphqlErrorHandler } from './http-errors';
+import { attachRequestAuth } from '../auth/request-auth';
 import type { Services } from '../services';
 import type { GraphQLContext } from './context';
 import { createFormatError, errorLoggingPlugin } from './format-error';
@@ -92,20 +93,18 @@ export async function registerGraphQL(
     if (config.sandbox) scope.addHook('onSend', landingPageCsp);
     else scope.addHook('onRequest', withoutIde);
     scope.addHook('onRequest', requireDatabase);
+    scope.addHook(
+      'onRequest',
+      attachRequestAuth((authorization, onKnown) => services.auth.forRequest(authorization, onKnown)),
+    );
     methodNotAllowed(scope, '/graphql', ['GET', 'POST', 'OPTIONS']);
     await scope.register(fastifyApollo(apollo), {
       path: '/graphql',
       context: async (request): Promise<GraphQLContext> => {
-        const loaders = new Loaders(services);
-        const findTrainer = async (id: number) => {
-          const trainer = await loaders.trainerById.load(id);
-          request.trainerId = trainer?.id ?? null;
-          return trainer;
-        };
         return {
           services,
-          loaders,
-          auth: services.auth.forRequest(request.headers.authorization, findTrainer),
+          loaders: new Loaders(services, request.auth),
+          auth: request.auth,
           selfIds: new Set(),
           request,
           log: request.log,

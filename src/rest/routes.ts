@@ -19,6 +19,7 @@ import {
   trainerParams,
 } from './schemas';
 import { methodNotAllowed } from '../http/method-not-allowed';
+import { attachRequestAuth } from '../auth/request-auth';
 import { createRestValidatorCompiler } from './validation';
 
 type Page = { limit: number; offset: number };
@@ -52,7 +53,7 @@ const PATHS: Record<string, string[]> = {
 
 /**
  * The REST shim for legacy clients: each handler parses, calls one service method, replies.
- * Authentication is the GraphQL one (AuthService.forRequest); every rule lives in the services.
+ * The caller is known the GraphQL way (request.auth, a RequestAuth); every rule lives in the services.
  */
 export async function restRoutes(
   app: FastifyInstance,
@@ -62,15 +63,18 @@ export async function restRoutes(
   app.setValidatorCompiler(createRestValidatorCompiler());
   app.decorateRequest('viewer', null);
 
+  app.addHook(
+    'onRequest',
+    attachRequestAuth((authorization, onKnown) => services.auth.forRequest(authorization, onKnown)),
+  );
   /** Runs before the body is even parsed, so an anonymous caller learns nothing about its input. */
   const authenticate = async (request: FastifyRequest) => {
-    request.viewer = await services.auth.forRequest(request.headers.authorization, (id) => services.trainers.findById(id)).requireViewer();
-    request.trainerId = request.viewer.id;
+    request.viewer = await request.auth.requireViewer();
   };
   const viewerOf = (request: FastifyRequest): Trainer => request.viewer!;
-  /** The token alone (no database): for reads whose service method checks the caller in its own statement. */
+  /** The token alone (no database), as early: the handler checks the caller alongside its own read. */
   const authenticateToken = async (request: FastifyRequest) => {
-    request.trainerId = services.auth.requireTokenId(request.headers.authorization);
+    request.auth.tokenId();
   };
 
   app.post<{ Body: RegisterTrainerInput }>(
@@ -142,7 +146,7 @@ export async function restRoutes(
       },
     },
     async (request) => {
-      return presentTrainer(await services.trainers.profile(request.params.trainerId, request.trainerId!));
+      return presentTrainer(await request.auth.alongside((viewerId) => services.trainers.profile(request.params.trainerId, viewerId)));
     },
   );
 

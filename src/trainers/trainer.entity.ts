@@ -43,6 +43,9 @@ export class Trainer {
   @Column({ name: 'password_hash', type: 'varchar', length: 255, select: false })
   passwordHash!: string;
 
+  /** How many creatures it owns, when the statement that read it counted them (not a column). */
+  creaturesOwned?: number;
+
   @Field(() => Team)
   @Column({ type: 'varchar', length: 8 })
   team!: Team;

@@ -31,16 +31,11 @@ export interface NewTrainerRow {
   readonly createdAt: Date;
 }
 
-/** A trainer and, when the statement counted them, its creatures. */
-export interface TrainerWithCount {
-  readonly trainer: Trainer;
-  readonly creaturesOwned: number | undefined;
-}
-
 const COLUMNS = 't.id, t.nickname, t.first_name AS firstName, t.last_name AS lastName, t.email, t.team, t.created_at AS createdAt';
 /** Counted through the (trainer_id) index: only that trainer's index entries are read. */
 const CREATURE_COUNT = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id)';
 
+/** A trainer, with `creaturesOwned` when the statement counted them. */
 function toTrainer(row: TrainerRow): Trainer {
   const trainer = new Trainer();
   trainer.id = sqlInt(row.id);
@@ -50,13 +45,9 @@ function toTrainer(row: TrainerRow): Trainer {
   trainer.email = row.email;
   trainer.team = row.team;
   trainer.createdAt = sqlDate(row.createdAt);
+  if (row.creaturesOwned !== null && row.creaturesOwned !== undefined) trainer.creaturesOwned = sqlInt(row.creaturesOwned);
   return trainer;
 }
-
-const withCount = (row: TrainerRow): TrainerWithCount => ({
-  trainer: toTrainer(row),
-  creaturesOwned: row.creaturesOwned === null || row.creaturesOwned === undefined ? undefined : sqlInt(row.creaturesOwned),
-});
 
 export class TrainerQueries {
   constructor(private readonly sql: Sql) {}
@@ -76,7 +67,7 @@ export class TrainerQueries {
    * to a few statement shapes, while merged batches, whose lists have any length, would fill each
    * connection's prepared-statement cache with shapes used once.
    */
-  async byIds(ids: readonly number[], countFor: readonly number[]): Promise<Map<number, TrainerWithCount>> {
+  async byIds(ids: readonly number[], countFor: readonly number[]): Promise<Map<number, Trainer>> {
     const counted =
       countFor.length === 0 ? '' : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
     const rows = await this.sql.rows<TrainerRow>(
@@ -84,7 +75,7 @@ export class TrainerQueries {
       [...countFor, ...ids],
       { prepared: ids.length + countFor.length <= 4 },
     );
-    return new Map(rows.map((row) => [sqlInt(row.id), withCount(row)]));
+    return new Map(rows.map((row) => [sqlInt(row.id), toTrainer(row)]));
   }
 
   /** The id and password hash for a (normalised) email, for authentication only. */
@@ -104,13 +95,13 @@ export class TrainerQueries {
    * than the clustered primary key, which the optimizer would pick (about 11-14 ms instead of
    * 17-21 ms at offset 99,980 of 100,000, in MariaDB itself; AddTrainerIdIndex migration).
    */
-  async page(limit: number, offset: number, withCounts: boolean): Promise<TrainerWithCount[]> {
+  async page(limit: number, offset: number, withCounts: boolean): Promise<Trainer[]> {
     const ids = this.sql.isMysql ? 'trainer FORCE INDEX (IX_trainer_id)' : 'trainer';
     const rows = await this.sql.rows<TrainerRow>(
       `SELECT ${COLUMNS}${withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : ''} FROM trainer t JOIN (SELECT id FROM ${ids} ORDER BY id LIMIT ? OFFSET ?) p ON p.id = t.id ORDER BY t.id`,
       [limit, offset],
     );
-    return rows.map(withCount);
+    return rows.map(toTrainer);
   }
 
   async count(): Promise<number> {

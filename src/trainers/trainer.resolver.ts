@@ -19,35 +19,17 @@ export class TrainerResolver {
     return viewer;
   }
 
-  // Not @Authorized(), which would wait for the caller's row before this lookup starts: the
-  // caller and the trainer (with its count, when asked for) are read in one batch, one statement.
+  // Not @Authorized(), which would read the caller before this read starts: the loader reads
+  // the trainer alongside the caller check, in one statement (RequestAuth.alongside).
   @Query(() => Trainer, { nullable: true, description: 'A trainer by id, or null when there is none.' })
-  async trainer(@Args() { id }: IdArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo): Promise<Trainer | null> {
-    ctx.auth.requireTokenId();
-    const trainerId = parseId(id)!;
-    const [, trainer] = await Promise.all([
-      ctx.auth.requireViewer(),
-      selectsField(info, 'creaturesOwned') ? ctx.loaders.trainerWithCount(trainerId) : ctx.loaders.trainerById.load(trainerId),
-    ]);
-    return trainer;
+  trainer(@Args() { id }: IdArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo): Promise<Trainer | null> {
+    return ctx.loaders.trainerById(parseId(id)!, { withCount: selectsField(info, 'creaturesOwned') });
   }
 
   @Authorized()
   @Query(() => TrainerPage, { description: 'A page of trainers. limit 1..100, offset >= 0.' })
-  async trainers(@Args() { limit, offset }: PageArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo): Promise<TrainerPage> {
-    // Nested `creatures { trainer }` then finds these trainers without another query, and
-    // `creaturesOwned`, when asked for, comes with the page.
-    if (selectsField(info, 'items', 'creaturesOwned')) {
-      const page = await ctx.services.trainers.pageWithCounts(limit, offset);
-      for (const { trainer, creaturesOwned } of page.items) {
-        ctx.loaders.trainerById.prime(trainer.id, trainer);
-        ctx.loaders.creatureCount.prime(trainer.id, creaturesOwned!);
-      }
-      return { ...page, items: page.items.map((item) => item.trainer) };
-    }
-    const page = await ctx.services.trainers.page(limit, offset);
-    for (const trainer of page.items) ctx.loaders.trainerById.prime(trainer.id, trainer);
-    return page;
+  trainers(@Args() { limit, offset }: PageArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo): Promise<TrainerPage> {
+    return ctx.loaders.trainerPage(limit, offset, { withCounts: selectsField(info, 'items', 'creaturesOwned') });
   }
 
   @Mutation(() => Trainer, { description: 'Create a trainer account. Needs no token.' })
@@ -68,13 +50,13 @@ export class TrainerResolver {
   }
 
   @FieldResolver(() => Int, { description: 'How many creatures this trainer owns.' })
-  creaturesOwned(@Root() trainer: Trainer, @Ctx() ctx: GraphQLContext): Promise<number> {
-    return ctx.loaders.creatureCount.load(trainer.id);
+  creaturesOwned(@Root() trainer: Trainer, @Ctx() ctx: GraphQLContext): number | Promise<number> {
+    return ctx.loaders.creaturesOwned(trainer);
   }
 
   @FieldResolver(() => [Creature], { description: "This trainer's creatures, oldest first (by id)." })
   creatures(@Root() trainer: Trainer, @Args() { limit, offset }: PageArgs, @Ctx() ctx: GraphQLContext): Promise<Creature[]> {
-    return ctx.loaders.creaturePage(limit, offset).load(trainer.id);
+    return ctx.loaders.creaturePage(trainer.id, limit, offset);
   }
 }
 

@@ -7,7 +7,7 @@ import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Team } from './team';
 import { Trainer as TrainerClass, type Trainer } from './trainer.entity';
-import type { TrainerQueries, TrainerWithCount } from './trainer.queries';
+import type { TrainerQueries } from './trainer.queries';
 
 export interface NewTrainer {
   readonly nickname: string;
@@ -24,8 +24,6 @@ export interface TrainerProfile {
   readonly creaturesOwned: number;
   readonly email: string | null;
 }
-
-export type { TrainerWithCount };
 
 /** The privacy rule for emails: a trainer's email is shown to that trainer only. */
 export const visibleEmail = (trainer: Trainer, viewerId: number | undefined): string | null =>
@@ -45,7 +43,7 @@ export class TrainerService {
    * own (the driver's write, its packet parsing, the database's per-statement work). Nothing is
    * cached across requests: every read still goes to the database.
    */
-  private readonly reads = new DataLoader<TrainerRead, TrainerWithCount | null>((keys) => this.readBatch(keys), {
+  private readonly reads = new DataLoader<TrainerRead, Trainer | null>((keys) => this.readBatch(keys), {
     cache: false,
     batchScheduleFn: (run) => setImmediate(run),
     // Bounds one statement's IN list; a request's own reads are bounded by the GraphQL cost limit.
@@ -86,28 +84,31 @@ export class TrainerService {
     return Object.assign(new TrainerClass(), { id, nickname, firstName, lastName, email, team, createdAt });
   }
 
-  async findById(id: number): Promise<Trainer | null> {
-    return (await this.reads.load({ id, count: false }))?.trainer ?? null;
-  }
-
   /**
-   * Trainers by id, in no particular order; those in `countFor` come with their creature count
-   * from the same statement. Merged with the other requests' reads of this turn (see `reads`).
+   * A trainer by id, with `creaturesOwned` read in the same statement when `withCount`. Merged
+   * with every other trainer read of this turn, this request's and others' (see `reads`).
    */
-  async findByIds(ids: readonly number[], countFor: readonly number[] = []): Promise<TrainerWithCount[]> {
-    const found = await Promise.all(ids.map((id) => this.reads.load({ id, count: countFor.includes(id) })));
-    return found.filter((item): item is TrainerWithCount => item !== null);
+  findById(id: number, { withCount = false } = {}): Promise<Trainer | null> {
+    return this.reads.load({ id, count: withCount });
   }
 
-  private async readBatch(keys: readonly TrainerRead[]): Promise<(TrainerWithCount | null)[]> {
+  /** Trainers by id, in no particular order (those that exist), merged like findById. */
+  async findByIds(ids: readonly number[]): Promise<Trainer[]> {
+    const found = await Promise.all(ids.map((id) => this.reads.load({ id, count: false })));
+    return found.filter((trainer): trainer is Trainer => trainer !== null);
+  }
+
+  private async readBatch(keys: readonly TrainerRead[]): Promise<(Trainer | null)[]> {
     const ids = [...new Set(keys.map((key) => key.id))];
     const countFor = [...new Set(keys.filter((key) => key.count).map((key) => key.id))];
     const found = await this.queries.byIds(ids, countFor);
-    // A trainer object per caller: requests never share one.
+    // A trainer object per read: requests never share one, and only those that asked get the count.
     return keys.map((key) => {
       const row = found.get(key.id);
       if (!row) return null;
-      return { trainer: Object.assign(new TrainerClass(), row.trainer), creaturesOwned: key.count ? row.creaturesOwned : undefined };
+      const trainer = Object.assign(new TrainerClass(), row);
+      if (!key.count) delete trainer.creaturesOwned;
+      return trainer;
     });
   }
 
@@ -116,16 +117,9 @@ export class TrainerService {
     return this.queries.credentials(normalizeEmail(email));
   }
 
-  /** A page by id (see TrainerQueries.page for how deep pages are read). */
-  async page(limit: number, offset: number): Promise<Page<Trainer>> {
-    const rows = await this.queries.page(limit, offset, false);
-    return { items: rows.map((row) => row.trainer), limit, offset };
-  }
-
-  /** A page by id with each trainer's creature count, in one statement. */
-  async pageWithCounts(limit: number, offset: number): Promise<Page<TrainerWithCount>> {
-    const rows = await this.queries.page(limit, offset, true);
-    return { items: rows.map((row) => ({ trainer: row.trainer, creaturesOwned: row.creaturesOwned ?? 0 })), limit, offset };
+  /** A page by id, with each trainer's `creaturesOwned` from the same statement when `withCounts` (see TrainerQueries.page). */
+  async page(limit: number, offset: number, { withCounts = false } = {}): Promise<Page<Trainer>> {
+    return { items: await this.queries.page(limit, offset, withCounts), limit, offset };
   }
 
   count(): Promise<number> {
@@ -142,23 +136,21 @@ export class TrainerService {
   }
 
   /**
-   * One trainer with its count as the caller `viewerId` sees it. The caller is read in the same
-   * statement (see `reads`), which checks it still exists: UNAUTHENTICATED when it does not (its
-   * token outlived it), NOT_FOUND when there is no such trainer.
+   * One trainer with its count as the caller `viewerId` sees it (the caller is checked by
+   * RequestAuth.alongside, in the same statement); NOT_FOUND when there is no such trainer.
    */
   async profile(id: number, viewerId: number): Promise<TrainerProfile> {
-    const [viewer, found] = await Promise.all([this.reads.load({ id: viewerId, count: false }), this.reads.load({ id, count: true })]);
-    if (!viewer) throw new AppError('UNAUTHENTICATED', 'Invalid or expired token');
+    const found = await this.findById(id, { withCount: true });
     if (!found) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
-    return { trainer: found.trainer, creaturesOwned: found.creaturesOwned ?? 0, email: visibleEmail(found.trainer, viewerId) };
+    return { trainer: found, creaturesOwned: found.creaturesOwned ?? 0, email: visibleEmail(found, viewerId) };
   }
 
   /** A page of trainers with their counts as `viewerId` sees them, and the total: two statements whatever the page size. */
   async profilePage(limit: number, offset: number, viewerId: number): Promise<Page<TrainerProfile> & { totalCount: number }> {
-    const [rows, totalCount] = await Promise.all([this.queries.page(limit, offset, true), this.count()]);
-    const items = rows.map(({ trainer, creaturesOwned }) => ({
+    const [trainers, totalCount] = await Promise.all([this.queries.page(limit, offset, true), this.count()]);
+    const items = trainers.map((trainer) => ({
       trainer,
-      creaturesOwned: creaturesOwned ?? 0,
+      creaturesOwned: trainer.creaturesOwned ?? 0,
       email: visibleEmail(trainer, viewerId),
     }));
     return { items, totalCount, limit, offset };

@@ -1,0 +1,91 @@
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../errors';
+import type { Trainer } from '../trainers/trainer.entity';
+import { bearerToken, type TokenIssuer } from './jwt';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who is calling (set by the API scopes' onRequest hook, attachRequestAuth). */
+    auth: RequestAuth;
+  }
+}
+
+const refused = (authorization: string | undefined): AppError =>
+  new AppError(
+    'UNAUTHENTICATED',
+    authorization ? 'Invalid or expired token' : 'Authentication required: send Authorization: Bearer <token>',
+  );
+
+/**
+ * Who is calling: the one way both transports know the caller. One per request, built by the
+ * REST and GraphQL scopes' onRequest hook (`request.auth`; GraphQL's context hands on the same
+ * object), asked the same way by resolvers, route hooks and handlers:
+ *
+ * - `tokenId()`: the token's trainer id, checked by signature only (no database), else
+ *   UNAUTHENTICATED. For refusing anonymous callers before anything else is read.
+ * - `viewer()` / `requireViewer()`: the calling trainer, read once per request through the
+ *   trainers' merged reads, so it shares a statement with every other trainer read of the same
+ *   turn. A valid token whose trainer no longer exists is no caller.
+ * - `alongside(read)`: runs `read` and the caller check in the same turn (one statement when
+ *   `read` is a trainer read); UNAUTHENTICATED wins over whatever `read` answers.
+ */
+export class RequestAuth {
+  private resolved: Promise<Trainer | null> | undefined;
+  private knownViewer: Trainer | null | undefined;
+
+  constructor(
+    private readonly authorization: string | undefined,
+    private readonly tokens: TokenIssuer,
+    private readonly findTrainer: (id: number) => Promise<Trainer | null>,
+    private readonly onKnown: (viewer: Trainer | null) => void = () => undefined,
+  ) {}
+
+  tokenId(): number {
+    const token = bearerToken(this.authorization);
+    const id = token === undefined ? undefined : this.tokens.verify(token);
+    if (id === undefined) throw refused(this.authorization);
+    return id;
+  }
+
+  viewer(): Promise<Trainer | null> {
+    if (this.resolved) return this.resolved;
+    const token = bearerToken(this.authorization);
+    const id = token === undefined ? undefined : this.tokens.verify(token);
+    this.resolved = (id === undefined ? Promise.resolve(null) : this.findTrainer(id)).then((viewer) => {
+      this.knownViewer = viewer;
+      this.onKnown(viewer);
+      return viewer;
+    });
+    return this.resolved;
+  }
+
+  async requireViewer(): Promise<Trainer> {
+    const viewer = await this.viewer();
+    if (viewer) return viewer;
+    throw refused(this.authorization);
+  }
+
+  /** The caller once resolved (undefined before): lets per-request caches reuse its row. */
+  get known(): Trainer | null | undefined {
+    return this.knownViewer;
+  }
+
+  async alongside<T>(read: (viewerId: number) => Promise<T>): Promise<T> {
+    const id = this.tokenId();
+    const [viewer, result] = await Promise.allSettled([this.requireViewer(), read(id)]);
+    if (viewer.status === 'rejected') throw viewer.reason;
+    if (result.status === 'rejected') throw result.reason;
+    return result.value;
+  }
+}
+
+/** The onRequest hook of the API scopes: `request.auth` for this request, and its trainer id for the request's log line. */
+export function attachRequestAuth(
+  forRequest: (authorization: string | undefined, onKnown: (viewer: Trainer | null) => void) => RequestAuth,
+) {
+  return async (request: FastifyRequest) => {
+    request.auth = forRequest(request.headers.authorization, (viewer) => {
+      request.trainerId = viewer?.id ?? null;
+    });
+  };
+}
