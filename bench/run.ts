@@ -155,21 +155,34 @@ function run(url: string, requests: AutocannonRequest[], connections: number, du
   });
 }
 
-async function main(): Promise<void> {
+/** The database to measure on, seeded to the requested sizes (reused when it already is). */
+async function prepareDatabase(): Promise<{ url: string; seedSeconds: number | null }> {
   mkdirSync(options.out, { recursive: true });
   const { url, seeded } = await databaseUrl();
-  let seedSeconds: number | null = null;
-  if (!seeded) {
-    log(`seeding ${options.trainers} trainers and ${options.creatures} creatures into ${url.replace(/\/\/[^@]*@/, '//')}`);
-    seedSeconds = (await seed(url, options.trainers, options.creatures)).seconds;
-    log(`seeded in ${seedSeconds.toFixed(1)} s`);
-  } else {
+  if (seeded) {
     log('database already seeded at these sizes (use --reseed to start over)');
+    return { url, seedSeconds: null };
   }
+  log(`seeding ${options.trainers} trainers and ${options.creatures} creatures into ${url.replace(/\/\/[^@]*@/, '//')}`);
+  const seedSeconds = (await seed(url, options.trainers, options.creatures)).seconds;
+  log(`seeded in ${seedSeconds.toFixed(1)} s`);
+  return { url, seedSeconds };
+}
 
+interface Servers {
+  service: ChildProcess;
+  readonly baseline: ChildProcess;
+  readonly serviceBase: string;
+  readonly baselineBase: string;
+  /** Starts the service again, as `npm start` would (for the soak runs on a fresh process). */
+  restartService(): Promise<void>;
+  readonly nodeFlags: string[];
+}
+
+/** The service with the Node flags of `npm start` (what is deployed), and the baseline beside it; both ready. */
+async function startServers(url: string): Promise<Servers> {
   const servicePort = 4600 + Math.floor(Math.random() * 300);
   const baselinePort = servicePort + 1000;
-  // Node's flags as `npm start` gives them (the heap limit), so the bench measures what is deployed.
   const startScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   const nodeFlags = startScript.split(/\s+/).filter((word) => word.startsWith('--'));
   const entry = [...nodeFlags, ...(args['from-source'] ? ['-r', 'ts-node/register/transpile-only', 'src/main.ts'] : ['dist/src/main.js'])];
@@ -185,202 +198,229 @@ async function main(): Promise<void> {
     LOGIN_MAX_FAILURES: '1000',
     WORKERS: options.workers,
   };
-  let service = start(entry, serviceEnv, 'service');
-  const baseline = start(
-    ['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'],
-    {
-      PORT: String(baselinePort),
-      DATABASE_URL: url,
-      JWT_SECRET,
+  const servers: Servers = {
+    service: start(entry, serviceEnv, 'service'),
+    baseline: start(
+      ['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'],
+      { PORT: String(baselinePort), DATABASE_URL: url, JWT_SECRET },
+      'baseline',
+    ),
+    serviceBase: `http://127.0.0.1:${servicePort}`,
+    baselineBase: `http://127.0.0.1:${baselinePort}`,
+    nodeFlags,
+    async restartService() {
+      servers.service.kill('SIGTERM');
+      await new Promise((resolveExit) => servers.service.once('exit', resolveExit));
+      servers.service = start(entry, serviceEnv, 'service');
+      await waitFor(`${servers.serviceBase}/readyz`, servers.service);
     },
-    'baseline',
-  );
-  const serviceBase = `http://127.0.0.1:${servicePort}`;
-  const baselineBase = `http://127.0.0.1:${baselinePort}`;
+  };
+  await waitFor(`${servers.serviceBase}/readyz`, servers.service);
+  await waitFor(`${servers.baselineBase}/stats`, servers.baseline);
+  return servers;
+}
 
-  try {
-    await waitFor(`${serviceBase}/readyz`, service);
-    await waitFor(`${baselineBase}/stats`, baseline);
-    const login = await fetch(`${serviceBase}/trainer/authenticate`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'bench1@bench.test', password: BENCH_PASSWORD }),
-    }).then((r) => r.json() as Promise<{ token: string }>);
-    const auth = { authorization: `Bearer ${login.token}`, 'content-type': 'application/json' };
-    const n = options.trainers;
-    const randomId = () => 1 + Math.floor(Math.random() * n);
-    const gqlBody = (query: string, variables: Record<string, unknown> = {}) => JSON.stringify({ query, variables });
-    const get = (path: () => string): AutocannonRequest => ({
-      method: 'GET',
-      headers: auth,
-      setupRequest: (req) => ({ ...req, path: path() }),
-    });
-    const graphql = (query: string, variables: () => Record<string, unknown>): AutocannonRequest => ({
-      method: 'POST',
-      path: '/graphql',
-      headers: auth,
-      setupRequest: (req) => ({ ...req, body: gqlBody(query, variables()) }),
-    });
-    const TRAINER = 'query Trainer($id: ID!) { trainer(id: $id) { id nickname firstName lastName team creaturesOwned createdAt } }';
-    const PAGE =
-      'query Page($offset: Int!) { trainers(limit: 100, offset: $offset) { items { id nickname creaturesOwned creatures(limit: 10) { id name level } } } }';
-    const DEEP = 'query Deep($offset: Int!) { trainers(limit: 20, offset: $offset) { items { id nickname } } }';
+/** Every case, with the requests autocannon sends (as the seeded trainer bench1). */
+async function benchCases(serviceBase: string): Promise<CaseSpec[]> {
+  const login = await fetch(`${serviceBase}/trainer/authenticate`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'bench1@bench.test', password: BENCH_PASSWORD }),
+  }).then((r) => r.json() as Promise<{ token: string }>);
+  const auth = { authorization: `Bearer ${login.token}`, 'content-type': 'application/json' };
+  const n = options.trainers;
+  const randomId = () => 1 + Math.floor(Math.random() * n);
+  const gqlBody = (query: string, variables: Record<string, unknown> = {}) => JSON.stringify({ query, variables });
+  const get = (path: () => string): AutocannonRequest => ({
+    method: 'GET',
+    headers: auth,
+    setupRequest: (req) => ({ ...req, path: path() }),
+  });
+  const graphql = (query: string, variables: () => Record<string, unknown>): AutocannonRequest => ({
+    method: 'POST',
+    path: '/graphql',
+    headers: auth,
+    setupRequest: (req) => ({ ...req, body: gqlBody(query, variables()) }),
+  });
+  const TRAINER = 'query Trainer($id: ID!) { trainer(id: $id) { id nickname firstName lastName team creaturesOwned createdAt } }';
+  const PAGE =
+    'query Page($offset: Int!) { trainers(limit: 100, offset: $offset) { items { id nickname creaturesOwned creatures(limit: 10) { id name level } } } }';
+  const DEEP = 'query Deep($offset: Int!) { trainers(limit: 20, offset: $offset) { items { id nickname } } }';
 
-    const cases: CaseSpec[] = [
-      { name: 'baseline GET /trainer/:id', target: 'baseline', requests: [get(() => `/trainer/${randomId()}`)] },
-      { name: 'GraphQL trainer(id)', target: 'service', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
-      { name: 'REST GET /trainer/:id', target: 'service', requests: [get(() => `/trainer/${randomId()}`)] },
-      {
-        name: 'REST GET /trainer (list)',
-        target: 'service',
-        requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * (n - 20))}`)],
-      },
-      {
-        name: 'GraphQL trainers page 100 × creatures 10',
-        target: 'service',
-        requests: [graphql(PAGE, () => ({ offset: Math.floor(Math.random() * Math.max(1, n - 100)) }))],
-      },
-      { name: 'GraphQL deep paging (offset n-20)', target: 'service', requests: [graphql(DEEP, () => ({ offset: n - 20 }))] },
-      // At 50 connections every p50 is mostly queueing (about 50 / throughput, 4-5 ms even for the
-      // baseline); one connection measures what a deep page itself takes.
-      {
-        name: 'GraphQL deep paging (offset n-20), 1 connection',
-        target: 'service',
-        connections: 1,
-        requests: [graphql(DEEP, () => ({ offset: n - 20 }))],
-      },
-      {
-        name: 'GraphQL createCreature + deleteCreature',
-        target: 'service',
-        requests: [
-          {
-            method: 'POST',
-            path: '/graphql',
-            headers: auth,
-            setupRequest: (req) => ({
-              ...req,
-              body: gqlBody('mutation C($input: CreateCreatureInput!) { createCreature(trainerId: "1", input: $input) { id } }', {
-                input: { name: `b${randomBytes(6).toString('hex')}`, speciesId: 1 },
-              }),
+  return [
+    { name: 'baseline GET /trainer/:id', target: 'baseline', requests: [get(() => `/trainer/${randomId()}`)] },
+    { name: 'GraphQL trainer(id)', target: 'service', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
+    { name: 'REST GET /trainer/:id', target: 'service', requests: [get(() => `/trainer/${randomId()}`)] },
+    {
+      name: 'REST GET /trainer (list)',
+      target: 'service',
+      requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * (n - 20))}`)],
+    },
+    {
+      name: 'GraphQL trainers page 100 × creatures 10',
+      target: 'service',
+      requests: [graphql(PAGE, () => ({ offset: Math.floor(Math.random() * Math.max(1, n - 100)) }))],
+    },
+    { name: 'GraphQL deep paging (offset n-20)', target: 'service', requests: [graphql(DEEP, () => ({ offset: n - 20 }))] },
+    // At 50 connections every p50 is mostly queueing (about 50 / throughput, 4-5 ms even for the
+    // baseline); one connection measures what a deep page itself takes.
+    {
+      name: 'GraphQL deep paging (offset n-20), 1 connection',
+      target: 'service',
+      connections: 1,
+      requests: [graphql(DEEP, () => ({ offset: n - 20 }))],
+    },
+    {
+      name: 'GraphQL createCreature + deleteCreature',
+      target: 'service',
+      requests: [
+        {
+          method: 'POST',
+          path: '/graphql',
+          headers: auth,
+          setupRequest: (req) => ({
+            ...req,
+            body: gqlBody('mutation C($input: CreateCreatureInput!) { createCreature(trainerId: "1", input: $input) { id } }', {
+              input: { name: `b${randomBytes(6).toString('hex')}`, speciesId: 1 },
             }),
-            onResponse: (_status, body, context) => {
-              (context as { id?: string }).id = (JSON.parse(body) as { data?: { createCreature?: { id: string } } }).data?.createCreature
-                ?.id;
-            },
+          }),
+          onResponse: (_status, body, context) => {
+            (context as { id?: string }).id = (JSON.parse(body) as { data?: { createCreature?: { id: string } } }).data?.createCreature?.id;
           },
-          {
-            method: 'POST',
-            path: '/graphql',
-            headers: auth,
-            setupRequest: (req, context) => ({
-              ...req,
-              body: gqlBody('mutation D($id: ID!) { deleteCreature(id: $id) { id } }', { id: (context as { id?: string }).id ?? '1' }),
-            }),
-          },
-        ],
-      },
-    ];
+        },
+        {
+          method: 'POST',
+          path: '/graphql',
+          headers: auth,
+          setupRequest: (req, context) => ({
+            ...req,
+            body: gqlBody('mutation D($id: ID!) { deleteCreature(id: $id) { id } }', { id: (context as { id?: string }).id ?? '1' }),
+          }),
+        },
+      ],
+    },
+  ];
+}
 
-    // Warm-up, not recorded: the first case of a run otherwise pays for both servers' JIT.
-    for (const spec of cases) {
-      await run(spec.target === 'service' ? serviceBase : baselineBase, spec.requests, options.connections, Math.min(2, options.duration));
-    }
-    const results: CaseResult[] = [];
-    const wanted = (name: string) => !args.only || name.includes(args.only);
-    const selected = cases.filter((c) => c.target === 'baseline' || wanted(c.name));
-    for (let round = 1; round <= options.rounds; round += 1) {
-      for (const spec of selected) {
-        const base = spec.target === 'service' ? serviceBase : baselineBase;
-        const before = await counters(serviceBase);
-        const result = await run(base, spec.requests, spec.connections ?? options.connections, options.duration);
-        // Requests still in flight when autocannon stops are answered (and counted) a moment later.
-        await sleep(Math.max(300, 2 * result.latency.p99));
-        const after = await counters(serviceBase);
-        const answered = after.requests - before.requests;
-        const statements = spec.target === 'baseline' ? 1 : answered ? (after.statements - before.statements) / answered : 0;
-        log(`round ${round} ${spec.name}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms`);
-        results.push({
-          name: spec.name,
-          round,
-          requestsPerSecond: result.requests.average,
-          p50: result.latency.p50,
-          p99: result.latency.p99,
-          errors: result.errors + result.timeouts + result.non2xx,
-          statementsPerRequest: Math.round(statements * 100) / 100,
-        });
-      }
-    }
+const TRAINER_CASE = 'GraphQL trainer(id)';
+const STORM_CASE = 'GraphQL trainer(id) during 20 concurrent logins';
+const wanted = (name: string) => !args.only || name.includes(args.only);
 
-    // trainer(id) while 20 logins hash at once.
-    const STORM = 'GraphQL trainer(id) during 20 concurrent logins';
-    if (wanted(STORM)) {
-      const storm = run(
-        serviceBase,
-        [
-          {
-            method: 'POST',
-            path: '/trainer/authenticate',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ email: 'bench2@bench.test', password: BENCH_PASSWORD }),
-          },
-        ],
-        20,
-        options.duration + 1,
-      );
-      await sleep(500);
-      const during = await run(serviceBase, cases[1].requests, options.connections, options.duration);
-      const stormResult = await storm;
+/** Warm-up (not recorded), then the cases in alternating rounds, each with its statements per request. */
+async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResult[]> {
+  const baseOf = (spec: CaseSpec) => (spec.target === 'service' ? servers.serviceBase : servers.baselineBase);
+  // The first case of a run would otherwise pay for both servers' JIT.
+  for (const spec of cases) await run(baseOf(spec), spec.requests, options.connections, Math.min(2, options.duration));
+  const results: CaseResult[] = [];
+  const selected = cases.filter((c) => c.target === 'baseline' || wanted(c.name));
+  for (let round = 1; round <= options.rounds; round += 1) {
+    for (const spec of selected) {
+      const before = await counters(servers.serviceBase);
+      const result = await run(baseOf(spec), spec.requests, spec.connections ?? options.connections, options.duration);
+      // Requests still in flight when autocannon stops are answered (and counted) a moment later.
+      await sleep(Math.max(300, 2 * result.latency.p99));
+      const after = await counters(servers.serviceBase);
+      const answered = after.requests - before.requests;
+      const statements = spec.target === 'baseline' ? 1 : answered ? (after.statements - before.statements) / answered : 0;
+      log(`round ${round} ${spec.name}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms`);
       results.push({
-        name: STORM,
-        round: 1,
-        requestsPerSecond: during.requests.average,
-        p50: during.latency.p50,
-        p99: during.latency.p99,
-        errors: during.errors + during.timeouts + during.non2xx,
-        statementsPerRequest: NaN,
-        note: `${Math.round(stormResult.requests.average)} logins/s`,
+        name: spec.name,
+        round,
+        requestsPerSecond: result.requests.average,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        errors: result.errors + result.timeouts + result.non2xx,
+        statementsPerRequest: Math.round(statements * 100) / 100,
       });
     }
+  }
+  return results;
+}
+
+/** trainer(id) while 20 logins hash at once. */
+async function runLoginStorm(trainerCase: CaseSpec, serviceBase: string): Promise<CaseResult> {
+  const storm = run(
+    serviceBase,
+    [
+      {
+        method: 'POST',
+        path: '/trainer/authenticate',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'bench2@bench.test', password: BENCH_PASSWORD }),
+      },
+    ],
+    20,
+    options.duration + 1,
+  );
+  await sleep(500);
+  const during = await run(serviceBase, trainerCase.requests, options.connections, options.duration);
+  const stormResult = await storm;
+  return {
+    name: STORM_CASE,
+    round: 1,
+    requestsPerSecond: during.requests.average,
+    p50: during.latency.p50,
+    p99: during.latency.p99,
+    errors: during.errors + during.timeouts + during.non2xx,
+    statementsPerRequest: NaN,
+    note: `${Math.round(stormResult.requests.average)} logins/s`,
+  };
+}
+
+/**
+ * Memory twice: the process that served every case (the nested pages grow V8's heap most), then
+ * steady state on a fresh process, after each of two consecutive soak runs of trainer(id).
+ */
+async function measureMemory(trainerCase: CaseSpec, servers: Servers): Promise<Pick<Report, 'memory' | 'soak' | 'soakPeakMb'>> {
+  const afterCases = memory(servers.service.pid!);
+  await servers.restartService();
+  const soak: Report['soak'] = [];
+  for (let i = 0; i < 2; i += 1) {
+    const result = await run(servers.serviceBase, trainerCase.requests, options.connections, options.soak);
+    soak.push({
+      requests: result.requests.total,
+      served: (await counters(servers.serviceBase)).requests,
+      rssMb: memory(servers.service.pid!).rssMb,
+    });
+  }
+  return { memory: afterCases, soak, soakPeakMb: memory(servers.service.pid!).peakMb };
+}
+
+function writeReport(report: Report): void {
+  const stamp = report.when.replace(/[:.]/g, '-');
+  writeFileSync(join(options.out, `${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(options.out, `${stamp}.md`), renderMarkdown(report, `${stamp}.svg`));
+  writeFileSync(join(options.out, `${stamp}.svg`), renderChart(report));
+  process.stdout.write(`${renderTable(report)}\n`);
+  log(`wrote ${join(options.out, `${stamp}.{json,md,svg}`)}`);
+}
+
+async function main(): Promise<void> {
+  const { url, seedSeconds } = await prepareDatabase();
+  const servers = await startServers(url);
+  try {
+    const cases = await benchCases(servers.serviceBase);
+    const trainerCase = cases.find((c) => c.name === TRAINER_CASE)!;
+    const results = await runRounds(cases, servers);
+    if (wanted(STORM_CASE)) results.push(await runLoginStorm(trainerCase, servers.serviceBase));
     if (args.only) {
       process.stdout.write(
         `${results.map((r) => `${r.name}: ${Math.round(r.requestsPerSecond)} req/s p50 ${r.p50} p99 ${r.p99} SQL/req ${r.statementsPerRequest} ${r.note ?? ''}`).join('\n')}\n`,
       );
       return;
     }
-
-    // Memory of the process that served every case above (the nested pages grow V8's heap most).
-    const afterCases = memory(service.pid!);
-    // Then steady state: a fresh process, two consecutive soak runs of trainer(id), RSS after each.
-    service.kill('SIGTERM');
-    await new Promise((resolveExit) => service.once('exit', resolveExit));
-    service = start(entry, serviceEnv, 'service');
-    await waitFor(`${serviceBase}/readyz`, service);
-    const soak: Report['soak'] = [];
-    for (let i = 0; i < 2; i += 1) {
-      const result = await run(serviceBase, cases[1].requests, options.connections, options.soak);
-      soak.push({ requests: result.requests.total, served: (await counters(serviceBase)).requests, rssMb: memory(service.pid!).rssMb });
-    }
-
-    const report: Report = {
+    writeReport({
       when: new Date().toISOString(),
       mode: quick ? 'quick (SQLite)' : 'full (MySQL)',
       machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
-      options: { ...options, out: undefined, nodeFlags },
+      options: { ...options, out: undefined, nodeFlags: servers.nodeFlags },
       seedSeconds,
       results,
-      soak,
-      memory: afterCases,
-      soakPeakMb: memory(service.pid!).peakMb,
-    };
-    const stamp = report.when.replace(/[:.]/g, '-');
-    writeFileSync(join(options.out, `${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
-    writeFileSync(join(options.out, `${stamp}.md`), renderMarkdown(report, `${stamp}.svg`));
-    writeFileSync(join(options.out, `${stamp}.svg`), renderChart(report));
-    process.stdout.write(`${renderTable(report)}\n`);
-    log(`wrote ${join(options.out, `${stamp}.{json,md,svg}`)}`);
+      ...(await measureMemory(trainerCase, servers)),
+    });
   } finally {
-    service.kill('SIGTERM');
-    baseline.kill('SIGTERM');
+    servers.service.kill('SIGTERM');
+    servers.baseline.kill('SIGTERM');
   }
 }
 
