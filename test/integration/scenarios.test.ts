@@ -196,10 +196,15 @@ describe.each(databases)('on %s', (kind) => {
         ['level', { name: 'ok', speciesId: 1, level: 0 }],
         ['level', { name: 'ok', speciesId: 1, level: 101 }],
         ['level', { name: 'ok', speciesId: 1, level: '5' }],
+        ['level', { name: 'ok', speciesId: 1, level: -5 }],
+        ['level', { name: 'ok', speciesId: 1, level: 2.5 }],
         ['speciesId', { name: 'ok', speciesId: 0 }],
+        ['speciesId', { name: 'ok', speciesId: '25' }],
         ['speciesId', { name: 'ok', speciesId: 100001 }],
+        ['name', { name: '', speciesId: 1 }],
         ['name', { name: '   ', speciesId: 1 }],
         ['name', { name: 'x'.repeat(33), speciesId: 1 }],
+        ['name', { name: 'nul\u0000byte', speciesId: 1 }],
       ])('refuses a bad %s (%j) as BAD_USER_INPUT, and writes nothing', async (field, input) => {
         const before = await creatures().countBy({ trainerId: me.trainer.id });
         expectFailure(api, await api.createCreature(me.token, myId(), input), 'BAD_USER_INPUT', field);
