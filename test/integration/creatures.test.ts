@@ -1,4 +1,3 @@
-import { Creature } from '../../src/creatures/creature.entity';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { createCreature, createTrainer, unique, type TrainerFixture } from '../helpers/factories';
 import { errorCode, gql } from '../helpers/graphql';
@@ -26,7 +25,6 @@ describe.each(databases)('creatures on %s', (kind) => {
   });
   afterAll(async () => t.close());
 
-  const repo = () => t.app.dataSource.getRepository(Creature);
   const create = (fixture: TrainerFixture, input: Record<string, unknown>, trainerId = fixture.trainer.id) =>
     gql(t.app, CREATE, { trainerId: String(trainerId), input }, fixture.token);
 
