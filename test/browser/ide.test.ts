@@ -1,8 +1,7 @@
 /// <reference lib="dom" />
-import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { IDE_PATH, SANDBOX_WAIT_MS } from '../../src/graphql/ide';
-import { databases, startTestApp, type TestApp } from '../helpers/app';
+import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
 import { chromiumPath, launchChromium, watchProblems } from '../helpers/browser';
 
 /*
@@ -31,8 +30,7 @@ const isLocal = (url: URL) => url.hostname === '127.0.0.1';
   let origin: string;
   beforeAll(async () => {
     t = await startTestApp(kind);
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    origin = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    origin = await listen(t);
     browser = await launchChromium();
   });
   afterAll(async () => {

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,6 +70,12 @@ export async function startTestInstances(
       await database.drop();
     },
   };
+}
+
+/** Makes the app listen on a free port of 127.0.0.1 (for real clients: a browser, curl) and returns its origin. */
+export async function listen(t: TestApp): Promise<string> {
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  return `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
 }
 
 /** A real app on a new database of its own. */

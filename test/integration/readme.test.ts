@@ -1,10 +1,9 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Kind, parse, type OperationDefinitionNode } from 'graphql';
-import { databases, startTestApp, type TestApp } from '../helpers/app';
+import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
 
 /*
  * The README's examples, taken from the README file itself and run as a reader would: the
@@ -21,8 +20,7 @@ describe.each(databases)("the README's examples on %s", (kind) => {
   let origin: string;
   beforeAll(async () => {
     t = await startTestApp(kind);
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    origin = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    origin = await listen(t);
   });
   afterAll(async () => t.close());
 
