@@ -6,18 +6,36 @@ export interface GraphQLError {
   extensions?: { code?: string; fields?: { field: string; message: string }[] };
 }
 
-export interface GraphQLResponse<T = Record<string, unknown>> {
+export interface GraphQLResponse<T = unknown> {
   status: number;
   data?: T | null;
   errors?: GraphQLError[];
 }
 
-/** POSTs one GraphQL operation through the real HTTP stack (fastify.inject). */
-// Test bodies are read field by field and asserted on, so a loose default type keeps them readable.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function gql<T = any>(
+/** A GraphQL answer's body as read off the wire (`res.json<GraphQLBody>()`). */
+export interface GraphQLBody<T = unknown> {
+  data?: T | null;
+  errors?: (GraphQLError & { extensions?: { retryAfter?: number } })[];
+}
+
+/** An RFC 9457 problem as the REST shim writes it. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  fields?: { field: string; message: string }[];
+}
+
+/** A GraphQL document whose answer's `data` has the shape T: gql() then reads it typed. */
+export type Document<T> = string & { readonly __data?: T };
+export const document = <T>(text: string): Document<T> => text;
+
+/** POSTs one GraphQL operation through the real HTTP stack (fastify.inject); `data` is typed by the document (unknown for a plain string). */
+export async function gql<T = unknown>(
   app: FastifyInstance,
-  query: string,
+  query: Document<T>,
   variables?: Record<string, unknown>,
   token?: string,
 ): Promise<GraphQLResponse<T>> {

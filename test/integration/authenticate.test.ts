@@ -2,12 +2,16 @@ import jwt from 'jsonwebtoken';
 import { Trainer } from '../../src/trainers/trainer.entity';
 import { databases, startTestApp, TEST_JWT_SECRET, type TestApp } from '../helpers/app';
 import { createTrainer, TEST_PASSWORD } from '../helpers/factories';
-import { errorCode, gql } from '../helpers/graphql';
+import { document, errorCode, gql, type GraphQLBody } from '../helpers/graphql';
 
-const AUTHENTICATE = `mutation Auth($email: String!, $password: String!) {
+type TrainerSelf = { id: string; nickname: string; email: string | null };
+
+const AUTHENTICATE = document<{
+  authenticate: { token: string; tokenType: string; expiresAt: string; trainer: TrainerSelf };
+}>(`mutation Auth($email: String!, $password: String!) {
   authenticate(email: $email, password: $password) { token tokenType expiresAt trainer { id nickname email } }
-}`;
-const ME = '{ me { id nickname email } }';
+}`);
+const ME = document<{ me: TrainerSelf }>('{ me { id nickname email } }');
 
 const claims = (sub: number, extra: Record<string, unknown> = {}) => ({
   sub: String(sub),
@@ -34,7 +38,7 @@ describe.each(databases)('authentication on %s', (kind) => {
     const before = Date.now();
     const res = await gql(t.app, AUTHENTICATE, { email: email.toUpperCase(), password: TEST_PASSWORD });
     expect(res.errors).toBeUndefined();
-    const auth = res.data.authenticate;
+    const auth = res.data!.authenticate;
     expect(auth.tokenType).toBe('Bearer');
     expect(auth.trainer).toEqual({ id: String(trainer.id), nickname: trainer.nickname, email });
     const expiresIn = new Date(auth.expiresAt).getTime() - before;
@@ -46,7 +50,7 @@ describe.each(databases)('authentication on %s', (kind) => {
     expect(decoded.payload).toMatchObject({ sub: String(trainer.id), iss: 'creature-registry', aud: 'creature-registry' });
 
     const me = await gql(t.app, ME, {}, auth.token);
-    expect(me.data.me).toEqual({ id: String(trainer.id), nickname: trainer.nickname, email });
+    expect(me.data!.me).toEqual({ id: String(trainer.id), nickname: trainer.nickname, email });
   });
 
   it('answers an unknown email and a wrong password identically with UNAUTHENTICATED', async () => {
@@ -100,9 +104,9 @@ describe.each(databases)('authentication on %s', (kind) => {
 
     it.each(cases)('%s', async (_name, header) => {
       const res = await send(header());
-      const body = res.json();
+      const body = res.json<GraphQLBody>();
       expect(body.data).toBeNull();
-      expect(body.errors.map((e: { extensions: { code: string } }) => e.extensions.code)).toEqual(['UNAUTHENTICATED']);
+      expect(body.errors?.map((e) => e.extensions?.code)).toEqual(['UNAUTHENTICATED']);
     });
 
     // trainer(id) and trainers check the caller beside their own read, not before it.
@@ -113,7 +117,7 @@ describe.each(databases)('authentication on %s', (kind) => {
     ])('for a trainer that no longer exists (%s)', async (_name, query) => {
       const { trainer, token } = await createTrainer(t.app);
       await t.app.dataSource.getRepository(Trainer).delete({ id: trainer.id });
-      const res = await gql(t.app, query.replace('$ID', String(trainerId)), {}, token);
+      const res = await gql<{ trainer?: unknown; trainers?: unknown }>(t.app, query.replace('$ID', String(trainerId)), {}, token);
       expect(errorCode(res)).toBe('UNAUTHENTICATED');
       // Nothing read beside the check reaches the caller.
       expect(res.data?.trainer ?? null).toBeNull();
@@ -131,6 +135,6 @@ describe.each(databases)('authentication on %s', (kind) => {
           email: "brock${Date.now()}@example.test", password: "onix-onix-onix", team: INSTINCT }) { id } }`,
       },
     });
-    expect(res.json().errors).toBeUndefined();
+    expect(res.json<GraphQLBody>().errors).toBeUndefined();
   });
 });

@@ -1,10 +1,11 @@
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { createCreature, createTrainer, type TrainerFixture } from '../helpers/factories';
-import { gql } from '../helpers/graphql';
+import { document, gql } from '../helpers/graphql';
 
-const NESTED_PAGE = `query($limit: Int!) {
+type PageItem = { id: string; creaturesOwned: number; creatures: { id?: string; name?: string }[] };
+const NESTED_PAGE = document<{ trainers: { items: PageItem[] } }>(`query($limit: Int!) {
   trainers(limit: $limit) { items { id nickname creaturesOwned creatures(limit: 10) { id trainer { id } } } }
-}`;
+}`);
 
 describe.each(databases)('relation batching on %s', (kind) => {
   let t: TestApp;
@@ -25,7 +26,7 @@ describe.each(databases)('relation batching on %s', (kind) => {
     statements.length = 0;
     const res = await gql(t.app, NESTED_PAGE, { limit }, viewer.token);
     expect(res.errors).toBeUndefined();
-    return { count: statements.length, items: res.data.trainers.items };
+    return { count: statements.length, items: res.data!.trainers.items };
   }
 
   it('reads a page of trainers with creatures, counts and owners in the same few statements whatever the page size', async () => {
@@ -40,17 +41,17 @@ describe.each(databases)('relation batching on %s', (kind) => {
 
   it('reads the counts with the page also when its fields come through a fragment', async () => {
     statements.length = 0;
-    const res = await gql(
+    const res = await gql<{ trainers: { items: PageItem[] } }>(
       t.app,
       'query { trainers(limit: 5) { ...P } } fragment P on TrainerPage { items { id creaturesOwned creatures(limit: 2) { name } } }',
       {},
       viewer.token,
     );
     expect(res.errors).toBeUndefined();
-    expect(res.data.trainers.items).toHaveLength(5);
+    expect(res.data!.trainers.items).toHaveLength(5);
     // The fragment is followed, so the counts still come with the page.
     expect(statements).toHaveLength(3);
-    for (const item of res.data.trainers.items) expect(item.creatures.length).toBe(Math.min(2, item.creaturesOwned));
+    for (const item of res.data!.trainers.items) expect(item.creatures.length).toBe(Math.min(2, item.creaturesOwned));
   });
 
   it('reads trainer(id) with creaturesOwned and checks the caller in one statement', async () => {
@@ -58,14 +59,14 @@ describe.each(databases)('relation batching on %s', (kind) => {
     await createCreature(t.app, trainer.id, { name: 'one' });
     await createCreature(t.app, trainer.id, { name: 'two' });
     statements.length = 0;
-    const res = await gql(
+    const res = await gql<{ trainer: unknown }>(
       t.app,
       'query($id: ID!) { trainer(id: $id) { id nickname creaturesOwned } }',
       { id: String(trainer.id) },
       viewer.token,
     );
     expect(res.errors).toBeUndefined();
-    expect(res.data.trainer).toEqual({ id: String(trainer.id), nickname: trainer.nickname, creaturesOwned: 2 });
+    expect(res.data!.trainer).toEqual({ id: String(trainer.id), nickname: trainer.nickname, creaturesOwned: 2 });
     expect(statements).toHaveLength(1);
   });
 
@@ -81,9 +82,14 @@ describe.each(databases)('relation batching on %s', (kind) => {
 
   it('does not count every trainer when a page does not ask for totalCount', async () => {
     statements.length = 0;
-    const res = await gql(t.app, '{ trainers(limit: 5, offset: 100) { items { id } } }', {}, viewer.token);
+    const res = await gql<{ trainers: { items: unknown[] } }>(
+      t.app,
+      '{ trainers(limit: 5, offset: 100) { items { id } } }',
+      {},
+      viewer.token,
+    );
     expect(res.errors).toBeUndefined();
-    expect(res.data.trainers.items).toHaveLength(5);
+    expect(res.data!.trainers.items).toHaveLength(5);
     // The caller and the page; no COUNT over the trainer table.
     expect(statements).toHaveLength(2);
     expect(statements.filter((sql) => /COUNT\(\*\)/i.test(sql))).toEqual([]);
@@ -93,7 +99,7 @@ describe.each(databases)('relation batching on %s', (kind) => {
 describe.each(databases)('reads merged across concurrent requests on %s', (kind) => {
   let t: TestApp;
   const statements: string[] = [];
-  const TRAINER = 'query($id: ID!) { trainer(id: $id) { id nickname email creaturesOwned } }';
+  const TRAINER = document<{ trainer: unknown }>('query($id: ID!) { trainer(id: $id) { id nickname email creaturesOwned } }');
 
   beforeAll(async () => {
     t = await startTestApp(kind, {}, { onQuery: (sql) => statements.push(sql) });
@@ -116,7 +122,7 @@ describe.each(databases)('reads merged across concurrent requests on %s', (kind)
     answers.forEach((res, i) => {
       const { viewer, target, owned } = asks[i];
       expect(res.errors).toBeUndefined();
-      expect(res.data.trainer).toEqual({
+      expect(res.data!.trainer).toEqual({
         id: String(target.trainer.id),
         nickname: target.trainer.nickname,
         // The email only to the trainer itself, even when another caller's read shared the statement.
@@ -143,7 +149,7 @@ describe.each(databases)('reads merged across concurrent requests on %s', (kind)
     ]);
     expect(found.statusCode).toBe(200);
     expect(found.json()).toMatchObject({ id: target.trainer.id, creaturesOwned: 1 });
-    expect(found.json().email).toBeUndefined();
+    expect(found.json<{ email?: string }>().email).toBeUndefined();
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toMatchObject({ code: 'NOT_FOUND' });
     expect(stale.statusCode).toBe(401);

@@ -1,6 +1,6 @@
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { createCreature, createTrainer, unique, type TrainerFixture } from '../helpers/factories';
-import { errorCode, gql } from '../helpers/graphql';
+import { document, errorCode, gql } from '../helpers/graphql';
 
 /*
  * What only GraphQL shows about creatures (the creature query, nested fields, errors in literals,
@@ -8,11 +8,15 @@ import { errorCode, gql } from '../helpers/graphql';
  * and tokens are specified once for both transports in scenarios.test.ts.
  */
 
-const CREATE = `mutation Create($trainerId: ID!, $input: CreateCreatureInput!) {
+const CREATE = document<{ createCreature: { id: string; name: string } }>(`mutation Create($trainerId: ID!, $input: CreateCreatureInput!) {
   createCreature(trainerId: $trainerId, input: $input) { id name speciesId level createdAt trainer { id creaturesOwned } }
-}`;
-const DELETE = `mutation Delete($id: ID!) { deleteCreature(id: $id) { id name speciesId level trainer { id } } }`;
-const CREATURE = `query Creature($id: ID!) { creature(id: $id) { id name level trainer { id nickname email } } }`;
+}`);
+const DELETE = document<{ deleteCreature: unknown }>(
+  `mutation Delete($id: ID!) { deleteCreature(id: $id) { id name speciesId level trainer { id } } }`,
+);
+const CREATURE = document<{ creature: unknown }>(
+  `query Creature($id: ID!) { creature(id: $id) { id name level trainer { id nickname email } } }`,
+);
 
 describe.each(databases)('creatures on %s', (kind) => {
   let t: TestApp;
@@ -31,7 +35,7 @@ describe.each(databases)('creatures on %s', (kind) => {
   it('reads a creature by id with its trainer, and null for an unknown id', async () => {
     const made = await createCreature(t.app, owner.trainer.id, { level: 42 });
     const res = await gql(t.app, CREATURE, { id: String(made.id) }, other.token);
-    expect(res.data.creature).toEqual({
+    expect(res.data!.creature).toEqual({
       id: String(made.id),
       name: made.name,
       level: 42,
@@ -39,10 +43,15 @@ describe.each(databases)('creatures on %s', (kind) => {
     });
     const missing = await gql(t.app, CREATURE, { id: '2147483646' }, other.token);
     expect(missing.errors).toBeUndefined();
-    expect(missing.data.creature).toBeNull();
+    expect(missing.data!.creature).toBeNull();
     expect(errorCode(await gql(t.app, CREATURE, { id: 'abc' }, other.token))).toBe('BAD_USER_INPUT');
-    const created = await gql(t.app, 'query($id: ID!) { creature(id: $id) { createdAt } }', { id: String(made.id) }, other.token);
-    expect(new Date(created.data.creature.createdAt).toISOString()).toBe(created.data.creature.createdAt);
+    const created = await gql<{ creature: { createdAt: string } }>(
+      t.app,
+      'query($id: ID!) { creature(id: $id) { createdAt } }',
+      { id: String(made.id) },
+      other.token,
+    );
+    expect(new Date(created.data!.creature.createdAt).toISOString()).toBe(created.data!.creature.createdAt);
   });
 
   it('treats unicode names by their letters: É and é clash, e and é do not', async () => {
@@ -60,7 +69,7 @@ describe.each(databases)('creatures on %s', (kind) => {
     // e + combining acute is one character once composed: 20 of them fit.
     const composed = await create(owner, { name: 'e\u0301'.repeat(20), speciesId: 1 });
     expect(composed.errors).toBeUndefined();
-    expect(composed.data.createCreature.name).toBe('\u00e9'.repeat(20));
+    expect(composed.data!.createCreature.name).toBe('\u00e9'.repeat(20));
   });
 
   it('rejects lone surrogates, which a database would silently replace, as BAD_USER_INPUT', async () => {
@@ -104,7 +113,7 @@ describe.each(databases)('creatures on %s', (kind) => {
     const made = await createCreature(t.app, owner.trainer.id, { name: unique('Psyduck'), speciesId: 54, level: 3 });
     const res = await gql(t.app, DELETE, { id: String(made.id) }, owner.token);
     expect(res.errors).toBeUndefined();
-    expect(res.data.deleteCreature).toEqual({
+    expect(res.data!.deleteCreature).toEqual({
       id: String(made.id),
       name: made.name,
       speciesId: 54,
@@ -117,13 +126,13 @@ describe.each(databases)('creatures on %s', (kind) => {
     const collector = await createTrainer(t.app);
     const made = [];
     for (let i = 0; i < 5; i += 1) made.push(await createCreature(t.app, collector.trainer.id, { name: `c${i}` }));
-    const res = await gql(
+    const res = await gql<{ trainer: unknown }>(
       t.app,
       `query($id: ID!) { trainer(id: $id) { creaturesOwned first: creatures(limit: 2) { name } rest: creatures(limit: 10, offset: 2) { name } } }`,
       { id: String(collector.trainer.id) },
       owner.token,
     );
-    expect(res.data.trainer).toEqual({
+    expect(res.data!.trainer).toEqual({
       creaturesOwned: 5,
       first: [{ name: 'c0' }, { name: 'c1' }],
       rest: [{ name: 'c2' }, { name: 'c3' }, { name: 'c4' }],

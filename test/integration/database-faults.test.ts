@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { buildApp } from '../../src/app';
 import { createTestDatabase, databases, TEST_JWT_SECRET, testConfig } from '../helpers/app';
 import { createTrainer } from '../helpers/factories';
-import { gql } from '../helpers/graphql';
+import { gql, type Problem } from '../helpers/graphql';
 import { TcpProxy } from '../helpers/tcp-proxy';
 
 /*
@@ -46,7 +46,7 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
     const app = await buildApp(testConfig(proxiedUrl));
     try {
       const { trainer, token } = await createTrainer(app);
-      const graphql = () => gql(app, '{ me { id creaturesOwned } }', {}, token);
+      const graphql = () => gql<{ me: { id: string } }>(app, '{ me { id creaturesOwned } }', {}, token);
       const rest = () => app.inject({ method: 'GET', url: `/trainer/${trainer.id}`, headers: { authorization: `Bearer ${token}` } });
       expect((await graphql()).errors).toBeUndefined();
 
@@ -54,7 +54,7 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
       const load = Array.from({ length: 40 }, (_, i) =>
         i % 2
           ? graphql().then((r) => r.errors?.[0]?.extensions?.code ?? 'OK')
-          : rest().then((r) => (r.statusCode === 200 ? 'OK' : r.json().code)),
+          : rest().then((r) => (r.statusCode === 200 ? 'OK' : r.json<Problem>().code)),
       );
       await proxy.cut();
       const during = await Promise.all(load);
@@ -65,12 +65,12 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
       expect(Date.now() - started).toBeLessThan(4000);
       expect(down[0].errors?.[0]?.extensions?.code).toBe('SERVICE_UNAVAILABLE');
       expect(down[1].statusCode).toBe(503);
-      expect(down[1].json().code).toBe('SERVICE_UNAVAILABLE');
+      expect(down[1].json<Problem>().code).toBe('SERVICE_UNAVAILABLE');
       expect(down[2].statusCode).toBe(503);
 
       await proxy.restore();
       const back = await eventually(graphql, (r) => r.errors === undefined, 5000);
-      expect(back.data.me.id).toBe(String(trainer.id));
+      expect(back.data!.me.id).toBe(String(trainer.id));
       expect((await rest()).statusCode).toBe(200);
       expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
     } finally {

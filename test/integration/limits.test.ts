@@ -1,7 +1,7 @@
 import { Trainer } from '../../src/trainers/trainer.entity';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { createTrainer, type TrainerFixture } from '../helpers/factories';
-import { errorCode, gql } from '../helpers/graphql';
+import { errorCode, gql, type GraphQLBody } from '../helpers/graphql';
 
 /* The GraphQL request limits of the contract: refused in validation, before any resolver runs. */
 
@@ -68,12 +68,12 @@ describe('GraphQL request limits', () => {
       mutation Login { authenticate(email: "${email}", password: "password-1") { token } }`;
     const send = (operationName: string) =>
       t.app.inject({ method: 'POST', url: '/graphql', headers: { 'content-type': 'application/json' }, payload: { query, operationName } });
-    const registered = (await send('Register')).json();
+    const registered = (await send('Register')).json<GraphQLBody<{ registerTrainer: { id: string } }>>();
     expect(registered.errors).toBeUndefined();
-    expect(registered.data.registerTrainer.id).toMatch(/^\d+$/);
-    const login = (await send('Login')).json();
+    expect(registered.data!.registerTrainer.id).toMatch(/^\d+$/);
+    const login = (await send('Login')).json<GraphQLBody<{ authenticate: { token: string } }>>();
     expect(login.errors).toBeUndefined();
-    expect(login.data.authenticate.token).toEqual(expect.any(String));
+    expect(login.data!.authenticate.token).toEqual(expect.any(String));
   });
 
   it('refuses registerTrainer next to authenticate, and writes nothing', async () => {
@@ -122,9 +122,9 @@ describe('GraphQL request limits', () => {
         headers: { authorization: `Bearer ${me.token}`, 'content-type': 'application/json' },
         payload: { query, operationName },
       });
-    expect((await send('Small')).json().errors).toBeUndefined();
-    expect((await send('Big')).json().errors?.[0]?.message).toMatch(/cost/i);
-    expect((await send('Small')).json().errors).toBeUndefined();
+    expect((await send('Small')).json<GraphQLBody>().errors).toBeUndefined();
+    expect((await send('Big')).json<GraphQLBody>().errors?.[0]?.message).toMatch(/cost/i);
+    expect((await send('Small')).json<GraphQLBody>().errors).toBeUndefined();
   });
 
   it('accepts a page of 100 trainers with 10 creatures each', async () => {

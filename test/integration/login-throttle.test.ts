@@ -1,3 +1,4 @@
+import type { GraphQLBody, Problem } from '../helpers/graphql';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { randomInt } from 'node:crypto';
@@ -27,16 +28,16 @@ async function viaGraphQL(app: FastifyInstance, email: string, password: string,
     headers: { 'content-type': 'application/json' },
     payload: { query: AUTH, variables: { email, password } },
   });
-  const body = res.json();
+  const body = res.json<GraphQLBody<{ authenticate?: { token: string } }>>();
   const error = body.errors?.[0];
-  return { code: error?.extensions.code, retryAfter: error?.extensions.retryAfter, token: body.data?.authenticate?.token };
+  return { code: error?.extensions?.code, retryAfter: error?.extensions?.retryAfter, token: body.data?.authenticate?.token };
 }
 
 async function viaRest(app: FastifyInstance, email: string, password: string, ip: string): Promise<Attempt> {
   const res = await app.inject({ method: 'POST', url: '/trainer/authenticate', remoteAddress: ip, payload: { email, password } });
-  if (res.statusCode === 200) return { code: undefined, retryAfter: undefined, token: res.json().token };
+  if (res.statusCode === 200) return { code: undefined, retryAfter: undefined, token: res.json<{ token: string }>().token };
   if (res.statusCode === 429) expect(res.headers['retry-after']).toMatch(/^\d+$/);
-  return { code: res.json().code, retryAfter: res.headers['retry-after'] ? Number(res.headers['retry-after']) : undefined };
+  return { code: res.json<Problem>().code, retryAfter: res.headers['retry-after'] ? Number(res.headers['retry-after']) : undefined };
 }
 
 describe.each(databases)('login throttling on %s', (kind) => {
@@ -136,7 +137,7 @@ describe('two instances on one MySQL and one Redis', () => {
       payload: { query: '{ me { email } }' },
       headers: { authorization: `Bearer ${token}` },
     });
-    expect(me.json().data.me.email).toBe(email);
+    expect(me.json<GraphQLBody<{ me: { email: string } }>>().data!.me.email).toBe(email);
 
     for (let i = 0; i < 3; i += 1) expect((await viaGraphQL(a, email, 'wrong-password', newAddress())).code).toBe('UNAUTHENTICATED');
     for (let i = 0; i < 2; i += 1) expect((await viaRest(b, email, 'wrong-password', newAddress())).code).toBe('UNAUTHENTICATED');

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { createTrainer } from '../helpers/factories';
-import { errorCode, gql } from '../helpers/graphql';
+import { errorCode, gql, type GraphQLBody, type Problem } from '../helpers/graphql';
 
 describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) => {
   let t: TestApp;
@@ -81,7 +81,7 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
       payload: '{"query": ',
     });
     expect(res.statusCode).toBe(400);
-    expect(res.json().errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(res.json<GraphQLBody>().errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
   });
 
   it('answers a body over BODY_LIMIT with 413 PAYLOAD_TOO_LARGE', async () => {
@@ -92,7 +92,7 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
       payload: JSON.stringify({ query: `{ me { id } } #${'x'.repeat(4096)}` }),
     });
     expect(res.statusCode).toBe(413);
-    expect(res.json().errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(res.json<GraphQLBody>().errors?.[0]?.extensions?.code).toBe('PAYLOAD_TOO_LARGE');
   });
 
   it('rejects a syntax error as BAD_USER_INPUT and an unknown field as GRAPHQL_VALIDATION_FAILED, both with 400', async () => {
@@ -110,7 +110,7 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
       headers: { 'content-type': 'application/json' },
       payload: { query: '{ __typename }', extensions: { persistedQuery: { version: 1, sha256Hash: 'abc' } } },
     });
-    expect(res.json().errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(res.json<GraphQLBody>().errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
   });
 
   it('answers a request the HTTP parser rejects with 400 problem+json', async () => {
@@ -134,7 +134,7 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
     const url = '/graphql?query=%7B__typename%7D';
     const blocked = await t.app.inject({ method: 'GET', url });
     expect(blocked.statusCode).toBe(400);
-    expect(blocked.json().errors[0].message).toMatch(/CSRF/);
+    expect(blocked.json<GraphQLBody>().errors?.[0]?.message).toMatch(/CSRF/);
     const allowed = await t.app.inject({ method: 'GET', url, headers: { 'apollo-require-preflight': 'true' } });
     expect(allowed.json()).toEqual({ data: { __typename: 'Query' } });
   });
@@ -178,21 +178,21 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
       payload: '{ me { id } }',
     });
     expect(res.statusCode).toBe(415);
-    expect(res.json().errors[0].extensions.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+    expect(res.json<GraphQLBody>().errors?.[0]?.extensions?.code).toBe('UNSUPPORTED_MEDIA_TYPE');
   });
 
   it('answers methods /graphql does not take with 405 METHOD_NOT_ALLOWED, and a mutation over GET too', async () => {
     const put = await t.app.inject({ method: 'PUT', url: '/graphql', headers: { 'content-type': 'application/json' }, payload: '{}' });
     expect(put.statusCode).toBe(405);
     expect(put.headers.allow).toMatch(/GET, POST/);
-    expect(put.json().errors[0].extensions.code).toBe('METHOD_NOT_ALLOWED');
+    expect(put.json<GraphQLBody>().errors?.[0]?.extensions?.code).toBe('METHOD_NOT_ALLOWED');
     const get = await t.app.inject({
       method: 'GET',
       url: '/graphql?query=mutation%7B__typename%7D',
       headers: { 'apollo-require-preflight': 'true' },
     });
     expect(get.statusCode).toBe(405);
-    expect(get.json().errors[0].extensions.code).toBe('METHOD_NOT_ALLOWED');
+    expect(get.json<GraphQLBody>().errors?.[0]?.extensions?.code).toBe('METHOD_NOT_ALLOWED');
   });
 
   it('reports /readyz 503 SERVICE_UNAVAILABLE and database errors as SERVICE_UNAVAILABLE once the database is gone', async () => {
@@ -205,7 +205,7 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
     const rest = await t.app.inject({ method: 'GET', url: '/trainer', headers: { authorization: `Bearer ${token}` } });
     expect(rest.statusCode).toBe(503);
     expect(rest.headers['content-type']).toMatch(/^application\/problem\+json/);
-    expect(rest.json().code).toBe('SERVICE_UNAVAILABLE');
+    expect(rest.json<Problem>().code).toBe('SERVICE_UNAVAILABLE');
   });
 });
 
@@ -258,7 +258,7 @@ describe('logging of unexpected errors', () => {
           email: "log@example.test", password: "very-secret-pw", team: VALOR }) { id } }`,
       },
     });
-    expect(res.json().errors[0].extensions.code).toBe('INTERNAL_SERVER_ERROR');
+    expect(res.json<GraphQLBody>().errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');
     const logged = lines.map((l) => JSON.parse(l) as { msg: string; reqId?: string; err?: { message: string } });
     const entry = logged.find((l) => l.msg === 'unexpected error');
     expect(entry?.err?.message).toContain('disk on fire');

@@ -1,11 +1,22 @@
 import { Trainer } from '../../src/trainers/trainer.entity';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { unique } from '../helpers/factories';
-import { errorCode, gql } from '../helpers/graphql';
+import { errorCode, document, gql } from '../helpers/graphql';
 
-const REGISTER = `mutation Register($input: RegisterTrainerInput!) {
+const REGISTER = document<{
+  registerTrainer: {
+    id: string;
+    nickname: string;
+    firstName: string;
+    lastName: string;
+    email: string | null;
+    team: string;
+    creaturesOwned: number;
+    createdAt: string;
+  };
+}>(`mutation Register($input: RegisterTrainerInput!) {
   registerTrainer(input: $input) { id nickname firstName lastName email team creaturesOwned createdAt }
-}`;
+}`);
 
 function newTrainerInput(overrides: Record<string, unknown> = {}) {
   const nickname = unique('Ash_');
@@ -33,7 +44,7 @@ describe.each(databases)('registerTrainer on %s', (kind) => {
     const input = newTrainerInput();
     const res = await gql(t.app, REGISTER, { input });
     expect(res.errors).toBeUndefined();
-    const trainer = res.data.registerTrainer;
+    const trainer = res.data!.registerTrainer;
     expect(trainer).toMatchObject({
       nickname: input.nickname,
       firstName: 'Ash',
@@ -57,8 +68,8 @@ describe.each(databases)('registerTrainer on %s', (kind) => {
     const input = newTrainerInput({ firstName: "  Zoë 🐉 Robert'); DROP TABLE trainer;--  ", lastName: ' 山田 ' });
     const res = await gql(t.app, REGISTER, { input });
     expect(res.errors).toBeUndefined();
-    expect(res.data.registerTrainer.firstName).toBe("Zoë 🐉 Robert'); DROP TABLE trainer;--");
-    expect(res.data.registerTrainer.lastName).toBe('山田');
+    expect(res.data!.registerTrainer.firstName).toBe("Zoë 🐉 Robert'); DROP TABLE trainer;--");
+    expect(res.data!.registerTrainer.lastName).toBe('山田');
     expect(await t.app.dataSource.getRepository(Trainer).countBy({ nickname: input.nickname })).toBe(1);
   });
 

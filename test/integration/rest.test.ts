@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { Creature } from '../../src/creatures/creature.entity';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
+import type { Problem } from '../helpers/graphql';
 import { createCreature, createTrainer, unique, type TrainerFixture } from '../helpers/factories';
 
 /* What only the REST shim has: statuses and headers, problem+json, media types, methods, docs. */
@@ -18,10 +19,14 @@ describe.each(databases)('REST shim on %s', (kind) => {
 
   const auth = (fixture: TrainerFixture) => ({ authorization: `Bearer ${fixture.token}` });
 
-  function expectProblem(res: { statusCode: number; headers: Record<string, unknown>; json(): unknown }, status: number, code: string) {
+  function expectProblem(
+    res: { statusCode: number; headers: Record<string, unknown>; json<T>(): T },
+    status: number,
+    code: string,
+  ): Problem {
     expect(res.statusCode).toBe(status);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-    const body = res.json() as Record<string, unknown>;
+    const body = res.json<Problem>();
     expect(body).toMatchObject({ status, code, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
     return body;
   }
@@ -42,7 +47,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
     });
     expect(res.statusCode).toBe(201);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
-    const body = res.json();
+    const body = res.json<Record<string, unknown>>();
     expect(Object.keys(body).sort()).toEqual(['createdAt', 'creaturesOwned', 'email', 'firstName', 'id', 'lastName', 'nickname', 'team']);
     expect(body).toMatchObject({ nickname, email: `${nickname}@example.test`, creaturesOwned: 0 });
     expect(typeof body.id).toBe('number');
@@ -57,7 +62,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
       payload: { name: unique('Loc'), speciesId: 7, level: 12 },
     });
     expect(res.statusCode).toBe(201);
-    const creature = res.json();
+    const creature = res.json<{ id: number }>();
     expect(Object.keys(creature).sort()).toEqual(['createdAt', 'id', 'level', 'name', 'speciesId', 'trainerId']);
     expect(res.headers.location).toBe(`/trainer/${me.trainer.id}/creature/${creature.id}`);
     const again = await t.app.inject({ method: 'GET', url: String(res.headers.location), headers: auth(me) });
@@ -89,7 +94,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
   it('shows another trainer’s email to nobody, in lists too', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/trainer?limit=100', headers: auth(me) });
     expect(res.statusCode).toBe(200);
-    const page = res.json();
+    const page = res.json<{ items: { id: number; email?: string }[] }>();
     expect(Object.keys(page).sort()).toEqual(['items', 'limit', 'offset', 'totalCount']);
     for (const item of page.items) {
       if (item.id === me.trainer.id) expect(item.email).toBe(me.email);
@@ -175,7 +180,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
       payload: Buffer.from(json, 'utf8'),
     });
     expect(utf8.statusCode).toBe(201);
-    expect(utf8.json().firstName).toBe('José');
+    expect(utf8.json<{ firstName: string }>().firstName).toBe('José');
   });
 
   it('answers a method a path does not take with 405 and an Allow header', async () => {
@@ -277,7 +282,7 @@ describe('OpenAPI and Swagger UI', () => {
   it('serves an OpenAPI 3.1 document of all eight routes with bearer auth and their error answers', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/openapi.json' });
     expect(res.statusCode).toBe(200);
-    const doc = res.json();
+    const doc = res.json<{ openapi: string; components: { securitySchemes: Record<string, unknown> }; paths: unknown }>();
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
     const operations = Object.entries(

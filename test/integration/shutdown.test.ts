@@ -146,9 +146,10 @@ describe.each(databases)('graceful shutdown on %s', (kind) => {
       team: 'MYSTIC',
     });
     expect(registered.status).toBe(201);
-    const id = JSON.parse(registered.body).id as number;
-    const token = JSON.parse((await send(port, 'POST', '/trainer/authenticate', { email, password: 'graceful-exit' })).body)
-      .token as string;
+    const id = (JSON.parse(registered.body) as { id: number }).id;
+    const token = (
+      JSON.parse((await send(port, 'POST', '/trainer/authenticate', { email, password: 'graceful-exit' })).body) as { token: string }
+    ).token;
 
     // Counted, not timed: the same mix of requests before and after the signal, whatever the machine's speed.
     const mix = (i: number) =>

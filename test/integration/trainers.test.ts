@@ -1,11 +1,24 @@
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { createCreature, createTrainer, type TrainerFixture } from '../helpers/factories';
-import { errorCode, gql } from '../helpers/graphql';
+import { document, errorCode, gql } from '../helpers/graphql';
 
-const TRAINER = `query Trainer($id: ID!) { trainer(id: $id) { id nickname email team creaturesOwned createdAt } }`;
-const PAGE = `query Page($limit: Int!, $offset: Int!) {
+interface TrainerView {
+  id: string;
+  nickname: string;
+  email: string | null;
+  team: string;
+  creaturesOwned: number;
+  createdAt: string;
+}
+
+const TRAINER = document<{ trainer: TrainerView | null }>(
+  `query Trainer($id: ID!) { trainer(id: $id) { id nickname email team creaturesOwned createdAt } }`,
+);
+const PAGE = document<{
+  trainers: { limit: number; offset: number; totalCount: number; items: Pick<TrainerView, 'id' | 'email'>[] };
+}>(`query Page($limit: Int!, $offset: Int!) {
   trainers(limit: $limit, offset: $offset) { limit offset totalCount items { id email } }
-}`;
+}`);
 
 describe.each(databases)('reading trainers on %s', (kind) => {
   let t: TestApp;
@@ -22,7 +35,7 @@ describe.each(databases)('reading trainers on %s', (kind) => {
     await createCreature(t.app, other.trainer.id);
 
     const seenByViewer = await gql(t.app, TRAINER, { id: String(other.trainer.id) }, viewer.token);
-    expect(seenByViewer.data.trainer).toMatchObject({
+    expect(seenByViewer.data!.trainer).toMatchObject({
       id: String(other.trainer.id),
       nickname: other.trainer.nickname,
       email: null,
@@ -30,13 +43,13 @@ describe.each(databases)('reading trainers on %s', (kind) => {
       creaturesOwned: 2,
     });
     const seenByItself = await gql(t.app, TRAINER, { id: String(other.trainer.id) }, other.token);
-    expect(seenByItself.data.trainer.email).toBe(other.email);
+    expect(seenByItself.data!.trainer!.email).toBe(other.email);
   });
 
   it('answers null for an id that does not exist', async () => {
     const res = await gql(t.app, TRAINER, { id: '2147483647' }, viewer.token);
     expect(res.errors).toBeUndefined();
-    expect(res.data.trainer).toBeNull();
+    expect(res.data!.trainer).toBeNull();
   });
 
   it.each(['abc', '-1', '0', '1.5', '1e3', '99999999999999999999', "1' OR '1'='1", '', ' 1'])(
@@ -51,24 +64,24 @@ describe.each(databases)('reading trainers on %s', (kind) => {
   it('pages trainers by id ascending, with the total and only the caller’s own email', async () => {
     const made = [await createTrainer(t.app), await createTrainer(t.app), await createTrainer(t.app)];
     const all = await gql(t.app, PAGE, { limit: 100, offset: 0 }, made[1].token);
-    const ids: string[] = all.data.trainers.items.map((i: { id: string }) => i.id);
+    const ids: string[] = all.data!.trainers.items.map((i: { id: string }) => i.id);
     expect(ids.map(Number)).toEqual([...ids.map(Number)].sort((a, b) => a - b));
-    expect(all.data.trainers.totalCount).toBe(ids.length);
-    for (const item of all.data.trainers.items) {
+    expect(all.data!.trainers.totalCount).toBe(ids.length);
+    for (const item of all.data!.trainers.items) {
       expect(item.email).toBe(item.id === String(made[1].trainer.id) ? made[1].email : null);
     }
 
     const start = ids.indexOf(String(made[0].trainer.id));
     const page = await gql(t.app, PAGE, { limit: 2, offset: start }, viewer.token);
-    expect(page.data.trainers).toMatchObject({ limit: 2, offset: start, totalCount: ids.length });
-    expect(page.data.trainers.items.map((i: { id: string }) => i.id)).toEqual([String(made[0].trainer.id), String(made[1].trainer.id)]);
+    expect(page.data!.trainers).toMatchObject({ limit: 2, offset: start, totalCount: ids.length });
+    expect(page.data!.trainers.items.map((i: { id: string }) => i.id)).toEqual([String(made[0].trainer.id), String(made[1].trainer.id)]);
     const beyond = await gql(t.app, PAGE, { limit: 5, offset: 1_000_000 }, viewer.token);
-    expect(beyond.data.trainers.items).toEqual([]);
+    expect(beyond.data!.trainers.items).toEqual([]);
   });
 
   it('uses limit 20 and offset 0 by default', async () => {
-    const res = await gql(t.app, '{ trainers { limit offset } }', {}, viewer.token);
-    expect(res.data.trainers).toEqual({ limit: 20, offset: 0 });
+    const res = await gql<{ trainers: { limit: number; offset: number } }>(t.app, '{ trainers { limit offset } }', {}, viewer.token);
+    expect(res.data!.trainers).toEqual({ limit: 20, offset: 0 });
   });
 
   it.each([
@@ -112,8 +125,13 @@ describe.each(databases)('reading trainers on %s', (kind) => {
   });
 
   it('shows the caller its own email through me', async () => {
-    const res = await gql(t.app, '{ me { id email creaturesOwned } }', {}, viewer.token);
-    expect(res.data.me).toEqual({ id: String(viewer.trainer.id), email: viewer.email, creaturesOwned: 0 });
+    const res = await gql<{ me: Pick<TrainerView, 'id' | 'email' | 'creaturesOwned'> }>(
+      t.app,
+      '{ me { id email creaturesOwned } }',
+      {},
+      viewer.token,
+    );
+    expect(res.data!.me).toEqual({ id: String(viewer.trainer.id), email: viewer.email, creaturesOwned: 0 });
   });
 
   it('asks for a token on every query', async () => {
