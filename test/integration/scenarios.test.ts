@@ -136,6 +136,10 @@ describe.each(databases)('on %s', (kind) => {
         const second = value(await api.listTrainers(me.token, { limit: 1, offset: 1 }));
         expect(second).toMatchObject({ limit: 1, offset: 1, items: [{ id: page.items[1].id }] });
         expect(value(await api.listTrainers(me.token, {}))).toMatchObject({ limit: 20, offset: 0 });
+        expect(value(await api.listTrainers(me.token, { limit: 5, offset: 1_000_000 }))).toMatchObject({
+          items: [],
+          totalCount: page.totalCount,
+        });
       });
 
       it.each([
