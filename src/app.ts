@@ -10,6 +10,7 @@ import { DatabaseConnector } from './db/connector';
 import { registerGraphQL } from './graphql/plugin';
 import { AppError } from './errors';
 import { registerStrictJsonParser } from './http/json-body';
+import { routeEveryMethod } from './http/method-not-allowed';
 import { clientErrorHandler, problemErrorHandler, problemNotFoundHandler, sendProblem } from './rest/problem';
 import { registerDocs } from './ops/docs';
 import { errorForLog } from './log';
@@ -83,6 +84,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
   });
+  routeEveryMethod(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -112,7 +114,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
     app.setNotFoundHandler(problemNotFoundHandler);
-    registerObservability(app, dataSource, statements);
+    registerObservability(app, dataSource, statements, config.metricsToken);
     registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,

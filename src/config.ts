@@ -26,6 +26,8 @@ export interface Config {
   readonly workers: number;
   /** On SIGTERM, how long /readyz says 503 before the server stops accepting (for load balancers to notice). */
   readonly shutdownDelayMs: number;
+  /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`. */
+  readonly metricsToken: string | undefined;
   /** SQL statements taking at least this long are logged as slow (without their parameters). */
   readonly slowQueryMs: number;
   /** Take the client address from X-Forwarded-For (behind a load balancer). */
@@ -125,6 +127,7 @@ const envSchema = z.object({
   LOGIN_WINDOW: duration.default(900),
   LOGIN_IP_PER_MINUTE: integer(1, 100000).default(30),
   SHUTDOWN_DELAY_MS: integer(0, 8000).default(0),
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SLOW_QUERY_MS: integer(0, 600_000).default(500),
   WORKERS: z
     .string()
@@ -229,6 +232,7 @@ export function loadConfig(env: Env = process.env): Config {
     loginIpPerMinute: e.LOGIN_IP_PER_MINUTE,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
+    metricsToken: e.METRICS_TOKEN,
     slowQueryMs: e.SLOW_QUERY_MS,
     workers: e.WORKERS,
   });

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DataSource, type DataSourceOptions, type Logger } from 'typeorm';
 import type { DatabaseConfig } from '../config';
@@ -39,7 +39,7 @@ function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): D
     logger: appLogger(extras),
   } as const;
   if (db.type === 'sqlite') {
-    if (db.path !== ':memory:') mkdirSync(dirname(db.path), { recursive: true });
+    if (db.path !== ':memory:') createPrivately(db.path);
     return {
       ...common,
       type: 'better-sqlite3',
@@ -78,6 +78,19 @@ function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): D
       queueLimit: 500,
     },
   };
+}
+
+/**
+ * The SQLite file is created readable by its owner only (SQLite gives its -wal and -shm files the
+ * same mode), in a folder only the owner can enter when this creates it.
+ */
+function createPrivately(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
 }
 
 export function createDataSource(db: DatabaseConfig, extras: DataSourceExtras = {}): DataSource {

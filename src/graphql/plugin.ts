@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookH
 import { getNamedType, GraphQLError, isIntrospectionType, type ValidationRule } from 'graphql';
 import type { Config } from '../config';
 import { methodNotAllowed } from '../http/method-not-allowed';
+import { noStore } from '../http/no-store';
 import { graphqlErrorHandler } from './http-errors';
 import { attachRequestAuth } from '../auth/request-auth';
 import type { Services } from '../services';
@@ -93,6 +94,7 @@ export async function registerGraphQL(
     if (config.sandbox) scope.addHook('onSend', landingPageCsp);
     else scope.addHook('onRequest', withoutIde);
     scope.addHook('onRequest', requireDatabase);
+    scope.addHook('onRequest', noStore);
     scope.addHook(
       'onRequest',
       attachRequestAuth((authorization, onKnown) => services.auth.forRequest(authorization, onKnown)),

@@ -1,18 +1,29 @@
 import type {} from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
+import { METHODS } from 'node:http';
 import { AppError } from '../errors';
 
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+/**
+ * Every method Node's HTTP parser takes, made routable (Fastify knows a handful by default), so
+ * that a path can answer 405 for any of them, TRACE, QUERY and PROPFIND included. CONNECT never
+ * reaches routing (Node hands it to the server's 'connect' event, which nothing here takes).
+ */
+export function routeEveryMethod(app: FastifyInstance): void {
+  for (const method of METHODS) {
+    if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
+  }
+}
 
 /**
  * Every method `url` does not take answers 405 with an Allow header, before the body is read
  * (a PUT with any body is 405, not 415 or 413). OPTIONS, when not taken, answers 204 with
- * Allow; a CORS preflight never gets there, the CORS hook answers it first.
+ * Allow; a CORS preflight never gets there, the CORS hook answers it first. HEAD comes with GET.
  */
 export function methodNotAllowed(app: FastifyInstance, url: string, allowed: readonly string[]): void {
-  const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : []), ...(allowed.includes('OPTIONS') ? [] : ['OPTIONS'])].join(', ');
+  const taken = new Set([...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])]);
+  const allow = [...taken, ...(allowed.includes('OPTIONS') ? [] : ['OPTIONS'])].join(', ');
   app.route({
-    method: METHODS.filter((m) => !allowed.includes(m)),
+    method: app.supportedMethods.filter((m) => !taken.has(m)),
     url,
     schema: { hide: true },
     onRequest: async (request, reply) => {

@@ -1,3 +1,5 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { AppError } from '../errors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';
@@ -29,7 +31,12 @@ interface PoolLike {
  * pool and the SQL statements sent (the benchmark reads statements per operation from it), and
  * the process. Each app has its own registry.
  */
-export function registerObservability(app: FastifyInstance, dataSource: DataSource, statements: { count: number }): void {
+export function registerObservability(
+  app: FastifyInstance,
+  dataSource: DataSource,
+  statements: { count: number },
+  metricsToken: string | undefined,
+): void {
   app.decorateRequest('operationName', null);
   app.decorateRequest('trainerId', null);
 
@@ -98,7 +105,16 @@ export function registerObservability(app: FastifyInstance, dataSource: DataSour
     );
   });
 
-  app.get('/metrics', { logLevel: 'warn', schema: { hide: true } }, async (_request, reply) =>
-    reply.type(registry.contentType).send(await registry.metrics()),
-  );
+  const expected = metricsToken === undefined ? undefined : createHash('sha256').update(`Bearer ${metricsToken}`).digest();
+  app.get('/metrics', { logLevel: 'warn', schema: { hide: true } }, async (request, reply) => {
+    if (expected) {
+      // Compared as digests of equal length, in constant time.
+      const given = createHash('sha256')
+        .update(request.headers.authorization ?? '')
+        .digest();
+      if (!timingSafeEqual(given, expected))
+        throw new AppError('UNAUTHENTICATED', 'The metrics need Authorization: Bearer <METRICS_TOKEN>');
+    }
+    return reply.type(registry.contentType).send(await registry.metrics());
+  });
 }

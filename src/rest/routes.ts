@@ -19,6 +19,7 @@ import {
   trainerParams,
 } from './schemas';
 import { methodNotAllowed } from '../http/method-not-allowed';
+import { noStore } from '../http/no-store';
 import { attachRequestAuth } from '../auth/request-auth';
 import { createRestValidatorCompiler } from './validation';
 
@@ -60,6 +61,7 @@ export async function restRoutes(
   { services, requireDatabase }: { services: Services; requireDatabase: onRequestAsyncHookHandler },
 ): Promise<void> {
   app.addHook('onRequest', requireDatabase);
+  app.addHook('onRequest', noStore);
   app.setValidatorCompiler(createRestValidatorCompiler());
   app.decorateRequest('viewer', null);
 

@@ -104,3 +104,22 @@ describe.each(databases)('slow SQL statements on %s', (kind) => {
     expect((await logged({})).filter((l) => l.msg === 'slow SQL statement')).toEqual([]);
   });
 });
+
+describe.each(databases)('metrics behind METRICS_TOKEN on %s', (kind) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(kind, { METRICS_TOKEN: 'scrape-token-0123456789' });
+  });
+  afterAll(async () => t.close());
+
+  it('answers /metrics only with Authorization: Bearer <METRICS_TOKEN>; 401 problem otherwise', async () => {
+    for (const authorization of [undefined, 'Bearer wrong-token-0123456789', 'scrape-token-0123456789', 'Bearer scrape-token-012345678']) {
+      const res = await t.app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
+      expect([authorization, res.statusCode, res.json<{ code: string }>().code]).toEqual([authorization, 401, 'UNAUTHENTICATED']);
+      expect(res.body).not.toContain('http_requests_total');
+    }
+    const ok = await t.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer scrape-token-0123456789' } });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.body).toContain('http_requests_total');
+  });
+});

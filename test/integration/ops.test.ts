@@ -1,5 +1,9 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { buildApp } from '../../src/app';
 import { connect } from 'node:net';
-import { databases, startTestApp, type TestApp } from '../helpers/app';
+import { databases, startTestApp, testConfig, type TestApp } from '../helpers/app';
 import { createTrainer } from '../helpers/factories';
 import { errorCode, gql, type GraphQLBody, type Problem } from '../helpers/graphql';
 
@@ -370,5 +374,21 @@ describe('production mode', () => {
       expect(introspection.errors![0].message).not.toMatch(/ApolloServer/);
     }
     expect((await gql(t.app, '{ __typename }')).data).toEqual({ __typename: 'Query' });
+  });
+});
+
+describe('the embedded SQLite database', () => {
+  it('lives in files only their owner can read, in a folder only the owner can enter', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'registry-files-'));
+    const path = join(root, 'data', 'registry.sqlite');
+    const app = await buildApp(testConfig(`sqlite:${path}`));
+    try {
+      await createTrainer(app);
+      const mode = (file: string) => statSync(file).mode & 0o777;
+      expect([mode(dirname(path)), mode(path), mode(`${path}-wal`)]).toEqual([0o700, 0o600, 0o600]);
+    } finally {
+      await app.close();
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

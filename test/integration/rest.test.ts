@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { Creature } from '../../src/creatures/creature.entity';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import type { Problem } from '../helpers/graphql';
-import { createCreature, createTrainer, unique, type TrainerFixture } from '../helpers/factories';
+import { createCreature, createTrainer, TEST_PASSWORD, unique, type TrainerFixture } from '../helpers/factories';
 
 /* What only the REST shim has: statuses and headers, problem+json, media types, methods, docs. */
 
@@ -195,6 +195,50 @@ describe.each(databases)('REST shim on %s', (kind) => {
     const options = await t.app.inject({ method: 'OPTIONS', url: '/trainer' });
     expect(options.statusCode).toBe(204);
     expect(options.headers.allow).toBe('GET, POST, HEAD, OPTIONS');
+  });
+
+  it.each(['TRACE', 'QUERY', 'PROPFIND', 'MKCOL', 'LOCK', 'PURGE', 'SEARCH'])(
+    'answers 405 with Allow for %s, a method none of the paths takes',
+    async (method) => {
+      for (const [url, allow] of [
+        ['/trainer', 'GET, POST, HEAD, OPTIONS'],
+        ['/trainer/authenticate', 'POST, OPTIONS'],
+        [`/trainer/${me.trainer.id}/creature/1`, 'GET, DELETE, HEAD, OPTIONS'],
+      ]) {
+        const res = await t.app.inject({ method: method as 'GET', url, headers: auth(me) });
+        expectProblem(res, 405, 'METHOD_NOT_ALLOWED');
+        expect([url, res.headers.allow]).toEqual([url, allow]);
+      }
+    },
+  );
+
+  it('answers HEAD on a path without GET with 405', async () => {
+    const res = await t.app.inject({ method: 'HEAD', url: '/trainer/authenticate' });
+    expect([res.statusCode, res.headers.allow]).toEqual([405, 'POST, OPTIONS']);
+  });
+
+  it('marks every answer of the API as not to be stored (Cache-Control: no-store), and only those', async () => {
+    const answers = [
+      await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}`, headers: auth(me) }),
+      await t.app.inject({ method: 'GET', url: '/trainer', headers: auth(me) }),
+      await t.app.inject({ method: 'GET', url: '/trainer' }),
+      await t.app.inject({ method: 'POST', url: '/trainer/authenticate', payload: { email: me.email, password: TEST_PASSWORD } }),
+      await t.app.inject({ method: 'POST', url: '/graphql', headers: auth(me), payload: { query: '{ me { id } }' } }),
+      await t.app.inject({
+        method: 'POST',
+        url: '/graphql',
+        payload: { query: `mutation { authenticate(email: "${me.email}", password: "${TEST_PASSWORD}") { token } }` },
+      }),
+    ];
+    expect(answers.map((res) => [res.statusCode, res.headers['cache-control']])).toEqual([
+      [200, 'no-store'],
+      [200, 'no-store'],
+      [401, 'no-store'],
+      [200, 'no-store'],
+      [200, 'no-store'],
+      [200, 'no-store'],
+    ]);
+    expect((await t.app.inject({ method: 'GET', url: '/healthz' })).headers['cache-control']).toBeUndefined();
   });
 
   it('answers 405 before reading the body, whatever its type', async () => {

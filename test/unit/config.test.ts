@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, parseDuration } from '../../src/config';
@@ -73,6 +73,8 @@ describe('loadConfig', () => {
     ['LOGIN_IP_PER_MINUTE', { LOGIN_IP_PER_MINUTE: 'many' }],
     ['TRUST_PROXY', { TRUST_PROXY: 'yes please' }],
     ['WORKERS', { WORKERS: 'many' }],
+    ['SLOW_QUERY_MS', { SLOW_QUERY_MS: 'slow' }],
+    ['METRICS_TOKEN', { METRICS_TOKEN: 'short' }],
   ])('fails with one line naming %s', (name, env) => {
     const load = () => loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET, ...env });
     expect(load).toThrow(ConfigError);
@@ -98,6 +100,7 @@ describe('loadConfig', () => {
     expect(Buffer.byteLength(first.jwtSecret)).toBeGreaterThanOrEqual(32);
     expect(second.jwtSecret).toBe(first.jwtSecret);
     expect(readFileSync(join(dir, 'jwt-secret'), 'utf8').trim()).toBe(first.jwtSecret);
+    expect(statSync(join(dir, 'jwt-secret')).mode & 0o777).toBe(0o600);
   });
 });
 
