@@ -36,11 +36,14 @@ export interface BuildOptions {
    * SERVICE_UNAVAILABLE until the database is there).
    */
   readonly waitForDatabase?: boolean;
+  /** How long a request's headers and body may take to arrive (tests shorten it). */
+  readonly requestTimeoutMs?: number;
   /** Where log lines go instead of stdout (tests read them). */
   readonly logStream?: { write(line: string): void };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const REQUEST_TIMEOUT_MS = 10_000;
 
 /** The rate-limit store; it closes with the app. Commands fail at once while it is down (the limiter then counts in memory). */
 function connectRedis(url: string, app: FastifyInstance): Redis {
@@ -74,8 +77,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     frameworkErrors: (error, request, reply) => {
       sendProblem(request, reply, new AppError('BAD_USER_INPUT', error.message));
     },
-    // Slow clients (slowloris) cannot hold a connection, or a shutdown, open for long.
-    requestTimeout: 15_000,
+    // Slow clients (slowloris) cannot hold a connection, or a shutdown, open for long: headers and
+    // body must all arrive within REQUEST_TIMEOUT_MS of the first byte (408 otherwise). Node checks
+    // its connections every connectionsCheckingInterval (30 s by default, which let a request live
+    // 60-90 s), so the check runs often; idle keep-alive connections close after 72 s.
+    requestTimeout: options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS,
+    http: {
+      headersTimeout: options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(1000, (options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS) / 4),
+    },
+    keepAliveTimeout: 72_000,
     // While draining, requests already on open connections are served, not refused with a bare 503.
     return503OnClosing: false,
     requestIdHeader: false,

@@ -22,6 +22,8 @@ export interface Config {
   readonly loginMaxFailures: number;
   readonly loginWindowSeconds: number;
   readonly loginIpPerMinute: number;
+  /** registerTrainer / POST /trainer attempts per client address per hour, successful or not. */
+  readonly registerIpPerHour: number;
   /** Worker processes (node:cluster) sharing the port; 1 runs in this process. */
   readonly workers: number;
   /** On SIGTERM, how long /readyz says 503 before the server stops accepting (for load balancers to notice). */
@@ -126,6 +128,7 @@ const envSchema = z.object({
   LOGIN_MAX_FAILURES: integer(1, 1000).default(5),
   LOGIN_WINDOW: duration.default(900),
   LOGIN_IP_PER_MINUTE: integer(1, 100000).default(30),
+  REGISTER_IP_PER_HOUR: integer(1, 1_000_000).default(20),
   SHUTDOWN_DELAY_MS: integer(0, 8000).default(0),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SLOW_QUERY_MS: integer(0, 600_000).default(500),
@@ -230,6 +233,7 @@ export function loadConfig(env: Env = process.env): Config {
     loginMaxFailures: e.LOGIN_MAX_FAILURES,
     loginWindowSeconds: e.LOGIN_WINDOW,
     loginIpPerMinute: e.LOGIN_IP_PER_MINUTE,
+    registerIpPerHour: e.REGISTER_IP_PER_HOUR,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
     metricsToken: e.METRICS_TOKEN,

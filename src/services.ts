@@ -26,14 +26,15 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
   const trainerQueries = new TrainerQueries(sql);
   const creatureQueries = new CreatureQueries(sql);
   const hasher = new PasswordHasher();
-  const trainers = new TrainerService(trainerQueries, creatureQueries, hasher);
   const creatures = new CreatureService(creatureQueries, trainerQueries);
   const throttle = new LoginThrottle({
     maxFailures: config.loginMaxFailures,
     windowSeconds: config.loginWindowSeconds,
     ipPerMinute: config.loginIpPerMinute,
+    registrationsPerHour: config.registerIpPerHour,
     redis,
   });
+  const trainers = new TrainerService(trainerQueries, creatureQueries, hasher, throttle);
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher);
   return { trainers, creatures, auth, hasher };
 }

@@ -10,6 +10,8 @@ export interface LoginThrottleOptions {
   readonly windowSeconds: number;
   /** Authenticate attempts per client IP per minute. */
   readonly ipPerMinute: number;
+  /** Registration attempts per client IP per hour. */
+  readonly registrationsPerHour: number;
   /** Shared counters for several instances; in memory (this process only) without it. */
   readonly redis?: Redis;
 }
@@ -18,25 +20,30 @@ const rateLimited = (msBeforeNext: number, what: string): AppError =>
   new AppError('RATE_LIMITED', `Too many ${what}; try again later`, undefined, Math.max(1, Math.ceil(msBeforeNext / 1000)));
 
 /**
- * The contract's login limits, counted at the service so that GraphQL and REST share them:
- * every attempt counts against the client's IP, and failures against the email. In Redis
+ * The contract's login and registration limits, counted at the service so that GraphQL and REST
+ * share them: every login attempt counts against the client's IP, and failures against the
+ * email; every registration attempt, successful or not, against the client's IP. In Redis
  * (rate-limiter-flexible), several instances count together; should Redis fail, an in-memory
  * limiter stands in rather than letting every attempt through.
  */
 export class LoginThrottle {
   private readonly perIp: RateLimiterAbstract;
   private readonly failures: RateLimiterAbstract;
+  private readonly registrations: RateLimiterAbstract;
 
   constructor(options: LoginThrottleOptions) {
     const ip = { keyPrefix: 'login:ip', points: options.ipPerMinute, duration: 60 };
     const failures = { keyPrefix: 'login:fail', points: options.maxFailures, duration: options.windowSeconds };
+    const registrations = { keyPrefix: 'register:ip', points: options.registrationsPerHour, duration: 3600 };
     if (options.redis) {
       const store = { storeClient: options.redis, rejectIfRedisNotReady: true };
       this.perIp = new RateLimiterRedis({ ...ip, ...store, insuranceLimiter: new RateLimiterMemory(ip) });
       this.failures = new RateLimiterRedis({ ...failures, ...store, insuranceLimiter: new RateLimiterMemory(failures) });
+      this.registrations = new RateLimiterRedis({ ...registrations, ...store, insuranceLimiter: new RateLimiterMemory(registrations) });
     } else {
       this.perIp = new RateLimiterMemory(ip);
       this.failures = new RateLimiterMemory(failures);
+      this.registrations = new RateLimiterMemory(registrations);
     }
   }
 
@@ -62,6 +69,16 @@ export class LoginThrottle {
       await this.failures.consume(this.key(email));
     } catch (error) {
       if (error instanceof RateLimiterRes) throw rateLimited(error.msBeforeNext, 'failed logins for this account');
+      throw error;
+    }
+  }
+
+  /** Counts a registration attempt from `ip`, before anything is read or hashed; RATE_LIMITED over the hourly limit. */
+  async registering(ip: string): Promise<void> {
+    try {
+      await this.registrations.consume(ip);
+    } catch (error) {
+      if (error instanceof RateLimiterRes) throw rateLimited(error.msBeforeNext, 'registrations from this address');
       throw error;
     }
   }

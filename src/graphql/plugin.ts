@@ -6,6 +6,8 @@ import { getNamedType, GraphQLError, isIntrospectionType, type ValidationRule } 
 import type { Config } from '../config';
 import { methodNotAllowed } from '../http/method-not-allowed';
 import { noStore } from '../http/no-store';
+import { jsonDepth, MAX_JSON_DEPTH } from '../http/json-body';
+import { AppError } from '../errors';
 import { graphqlErrorHandler } from './http-errors';
 import { attachRequestAuth } from '../auth/request-auth';
 import type { Services } from '../services';
@@ -53,6 +55,17 @@ const withoutIde = async (request: FastifyRequest, reply: FastifyReply) => {
   return reply.code(400).type('text/plain; charset=utf-8').send(NO_IDE_MESSAGE);
 };
 
+/** GET's variables and extensions are JSON in the query string: held to the depth bodies are held to (http/json-body.ts). */
+const shallowQueryString = async (request: FastifyRequest) => {
+  if (request.method !== 'GET') return;
+  const { variables, extensions } = request.query as Record<string, unknown>;
+  for (const value of [variables, extensions]) {
+    if (typeof value === 'string' && jsonDepth(value) > MAX_JSON_DEPTH) {
+      throw new AppError('BAD_USER_INPUT', `The query string nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+  }
+};
+
 export async function registerGraphQL(
   app: FastifyInstance,
   config: Config,
@@ -93,6 +106,7 @@ export async function registerGraphQL(
     scope.setErrorHandler(graphqlErrorHandler);
     if (config.sandbox) scope.addHook('onSend', landingPageCsp);
     else scope.addHook('onRequest', withoutIde);
+    scope.addHook('onRequest', shallowQueryString);
     scope.addHook('onRequest', requireDatabase);
     scope.addHook('onRequest', noStore);
     scope.addHook(

@@ -3,10 +3,40 @@ import { AppError } from '../errors';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
+/** How deep arrays and objects may nest in a body (GraphQL variables included). */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * The deepest nesting of arrays and objects in JSON text, read in one pass without parsing (so a
+ * body nested thousands deep costs a scan, not a recursion that could overflow the stack later:
+ * in the parser's prototype check, in graphql-js's coercion, in the cost limit's cache key).
+ * Stops counting once past `limit`.
+ */
+export function jsonDepth(text: string, limit = MAX_JSON_DEPTH): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i += 1; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      depth += 1;
+      if (depth > deepest) deepest = depth;
+      if (deepest > limit) return deepest;
+    } else if (c === 0x5d || c === 0x7d) depth -= 1;
+  }
+  return deepest;
+}
+
 /**
  * JSON bodies must be UTF-8 (RFC 8259): another declared charset is 415, bytes that are not
- * UTF-8 are 400, instead of being silently turned into U+FFFD and stored. Parsing itself stays
- * Fastify's (which refuses `__proto__` and `constructor.prototype` keys).
+ * UTF-8 are 400, instead of being silently turned into U+FFFD and stored; nesting deeper than
+ * MAX_JSON_DEPTH is 400 before parsing. Parsing itself stays Fastify's (which refuses
+ * `__proto__` and `constructor.prototype` keys).
  */
 export function registerStrictJsonParser(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -22,6 +52,10 @@ export function registerStrictJsonParser(app: FastifyInstance): void {
       text = UTF8.decode(body as Buffer);
     } catch {
       done(new AppError('BAD_USER_INPUT', 'The body is not valid UTF-8'), undefined);
+      return;
+    }
+    if (jsonDepth(text) > MAX_JSON_DEPTH) {
+      done(new AppError('BAD_USER_INPUT', `The body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`), undefined);
       return;
     }
     void parseJson(request, text, done);

@@ -15,6 +15,7 @@ const TITLES: Record<ErrorCode, string> = {
   METHOD_NOT_ALLOWED: 'Method not allowed',
   DUPLICATE_CREATURE: 'Duplicate creature',
   TRAINER_ALREADY_EXISTS: 'Trainer already exists',
+  REQUEST_TIMEOUT: 'Request timeout',
   PAYLOAD_TOO_LARGE: 'Payload too large',
   UNSUPPORTED_MEDIA_TYPE: 'Unsupported media type',
   RATE_LIMITED: 'Too many requests',
@@ -63,14 +64,19 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: import(
     socket.destroy();
     return;
   }
+  // Node's server gives up on a request whose headers and body did not all arrive in time.
+  const late = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  const [status, code, reason, detail] = late
+    ? ([408, 'REQUEST_TIMEOUT', 'Request Timeout', 'The request did not arrive whole in time'] as const)
+    : ([400, 'BAD_USER_INPUT', 'Bad Request', 'Malformed HTTP request'] as const);
   const body = JSON.stringify({
-    type: 'urn:creature-registry:error:bad-user-input',
-    title: TITLES.BAD_USER_INPUT,
-    status: 400,
-    detail: 'Malformed HTTP request',
-    code: 'BAD_USER_INPUT',
+    type: `urn:creature-registry:error:${code.toLowerCase().replace(/_/g, '-')}`,
+    title: TITLES[code],
+    status,
+    detail,
+    code,
   });
   socket.end(
-    `HTTP/1.1 400 Bad Request\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

@@ -82,13 +82,15 @@ export async function restRoutes(
   app.post<{ Body: RegisterTrainerInput }>(
     '/trainer',
     {
+      // Before the body is parsed or validated: every attempt counts.
+      onRequest: async (request) => services.trainers.countRegistration(request.ip),
       schema: {
         tags: ['trainers'],
         summary: 'Register a trainer (registerTrainer)',
         body: registerBody,
         response: {
           201: json({ $ref: 'Trainer#' }, 'The new trainer, with its email'),
-          ...errorResponses('BAD_USER_INPUT', 'TRAINER_ALREADY_EXISTS', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'),
+          ...errorResponses('BAD_USER_INPUT', 'TRAINER_ALREADY_EXISTS', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED'),
         },
       },
     },

@@ -78,6 +78,16 @@ export class TrainerQueries {
     return new Map(rows.map((row) => [sqlInt(row.id), toTrainer(row)]));
   }
 
+  /** Which of a (normalised) email and nickname key is already registered, email first; null when neither. */
+  async taken(email: string, nicknameKey: string): Promise<'email' | 'nickname' | null> {
+    const rows = await this.sql.rows<{ email: string }>('SELECT email FROM trainer WHERE email = ? OR nickname_key = ? LIMIT 2', [
+      email,
+      nicknameKey,
+    ]);
+    if (rows.length === 0) return null;
+    return rows.some((row) => row.email === email) ? 'email' : 'nickname';
+  }
+
   /** The id and password hash for a (normalised) email, for authentication only. */
   async credentials(email: string): Promise<{ id: number; passwordHash: string } | null> {
     const [row] = await this.sql.rows<{ id: number | string; passwordHash: string }>(

@@ -1,5 +1,18 @@
 import type { GraphQLResolveInfo } from 'graphql';
-import { Args, Authorized, Ctx, FieldResolver, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import {
+  Args,
+  Authorized,
+  Ctx,
+  FieldResolver,
+  Info,
+  Int,
+  Mutation,
+  Query,
+  Resolver,
+  Root,
+  UseMiddleware,
+  type MiddlewareFn,
+} from 'type-graphql';
 import { IdArgs, PageArgs } from '../common/args';
 import { parseId } from '../common/validation';
 import { Creature } from '../creatures/creature.entity';
@@ -10,6 +23,11 @@ import { TrainerPage } from './trainer-page.type';
 import { Trainer } from './trainer.entity';
 import { RegisterTrainerArgs } from './trainer.inputs';
 import { visibleEmail } from './trainer.service';
+
+const countRegistration: MiddlewareFn<GraphQLContext> = async ({ context }, next) => {
+  await context.services.trainers.countRegistration(context.clientIp);
+  return (await next()) as unknown;
+};
 
 @Resolver(() => Trainer)
 export class TrainerResolver {
@@ -33,6 +51,8 @@ export class TrainerResolver {
   }
 
   @Mutation(() => Trainer, { description: 'Create a trainer account. Needs no token.' })
+  // Runs before type-graphql validates the arguments: invalid attempts count too.
+  @UseMiddleware(countRegistration)
   async registerTrainer(@Args() { input }: RegisterTrainerArgs, @Ctx() ctx: GraphQLContext): Promise<Trainer> {
     const trainer = await ctx.services.trainers.register(input);
     ctx.selfIds.add(trainer.id);

@@ -1,4 +1,5 @@
 import DataLoader from 'dataloader';
+import type { LoginThrottle } from '../auth/login-throttle';
 import type { PasswordHasher } from '../auth/password';
 import { normalizeEmail, normalizeText } from '../common/text';
 import type { Page } from '../common/args';
@@ -24,6 +25,13 @@ export interface TrainerProfile {
   readonly creaturesOwned: number;
   readonly email: string | null;
 }
+
+const alreadyExists = (field: 'email' | 'nickname'): AppError =>
+  field === 'email'
+    ? new AppError('TRAINER_ALREADY_EXISTS', 'A trainer with this email is already registered', [
+        { field: 'email', message: 'is already registered' },
+      ])
+    : new AppError('TRAINER_ALREADY_EXISTS', 'This nickname is already taken', [{ field: 'nickname', message: 'is already taken' }]);
 
 /** The privacy rule for emails: a trainer's email is shown to that trainer only. */
 export const visibleEmail = (trainer: Trainer, viewerId: number | undefined): string | null =>
@@ -54,16 +62,34 @@ export class TrainerService {
     private readonly queries: TrainerQueries,
     private readonly creatureQueries: CreatureQueries,
     private readonly hasher: PasswordHasher,
+    private readonly throttle: LoginThrottle,
   ) {}
 
-  /** Creates the account; the unique indexes decide duplicates, so concurrent registrations cannot both win. */
+  /**
+   * Counts a registration attempt against the client's address (RATE_LIMITED over
+   * REGISTER_IP_PER_HOUR). Both transports call it before they validate the input, so that
+   * attempts count whether they succeed or not.
+   */
+  countRegistration(clientIp: string): Promise<void> {
+    return this.throttle.registering(clientIp);
+  }
+
+  /**
+   * Creates the account. Cost follows work: a taken email or nickname is refused before any
+   * password is hashed. The unique indexes still decide, so concurrent registrations cannot both
+   * win.
+   */
   async register(input: NewTrainer): Promise<Trainer> {
+    const email = normalizeEmail(input.email);
+    const nicknameKey = input.nickname.toLowerCase();
+    const taken = await this.queries.taken(email, nicknameKey);
+    if (taken) throw alreadyExists(taken);
     const row = {
       nickname: input.nickname,
-      nicknameKey: input.nickname.toLowerCase(),
+      nicknameKey,
       firstName: normalizeText(input.firstName),
       lastName: normalizeText(input.lastName),
-      email: normalizeEmail(input.email),
+      email,
       passwordHash: await this.hasher.hash(input.password),
       team: input.team,
       createdAt: new Date(),
@@ -74,13 +100,9 @@ export class TrainerService {
     } catch (error) {
       const violated = uniqueViolation(error);
       if (violated === undefined) throw error;
-      throw violated === 'email'
-        ? new AppError('TRAINER_ALREADY_EXISTS', 'A trainer with this email is already registered', [
-            { field: 'email', message: 'is already registered' },
-          ])
-        : new AppError('TRAINER_ALREADY_EXISTS', 'This nickname is already taken', [{ field: 'nickname', message: 'is already taken' }]);
+      throw alreadyExists(violated === 'email' ? 'email' : 'nickname');
     }
-    const { nickname, firstName, lastName, email, team, createdAt } = row;
+    const { nickname, firstName, lastName, team, createdAt } = row;
     return Object.assign(new TrainerClass(), { id, nickname, firstName, lastName, email, team, createdAt });
   }
 

@@ -344,7 +344,7 @@ describe('OpenAPI and Swagger UI', () => {
     ]);
     const statuses = Object.fromEntries(operations.map(({ key, op }) => [key, Object.keys(op.responses).join(' ')]));
     expect(statuses).toEqual({
-      'POST /trainer': '201 400 409 413 415 500 503',
+      'POST /trainer': '201 400 409 413 415 429 500 503',
       'POST /trainer/authenticate': '200 400 401 413 415 429 500 503',
       'GET /trainer': '200 400 401 500 503',
       'GET /trainer/{trainerId}': '200 400 401 404 500 503',

@@ -1,0 +1,154 @@
+import { connect } from 'node:net';
+import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
+import { createTrainer, type TrainerFixture } from '../helpers/factories';
+import type { GraphQLBody, Problem } from '../helpers/graphql';
+
+/*
+ * Anonymous requests that would cost far more than they give: deeply nested JSON and slow
+ * senders. Refused cheaply, with a catalogue answer, never a 500.
+ */
+
+/** JSON text of `levels` nested arrays around 1 (written as text: a value this deep would overflow JSON.stringify). */
+const nested = (levels: number): string => `${'['.repeat(levels)}1${']'.repeat(levels)}`;
+
+/** Sends raw bytes on a new connection, then waits until the server answers and closes it. */
+function rawExchange(origin: string, write: (send: (text: string) => void) => void): Promise<string> {
+  const { hostname, port } = new URL(origin);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk.toString()));
+    socket.on('close', () => resolve(answer));
+    socket.on('error', reject);
+    socket.on('connect', () => write((text) => socket.write(text)));
+  });
+}
+
+describe.each(databases)('abuse limits on %s', (kind) => {
+  let t: TestApp;
+  let me: TrainerFixture;
+  let origin: string;
+  beforeAll(async () => {
+    t = await startTestApp(kind, {}, { requestTimeoutMs: 1500 });
+    origin = await listen(t);
+    me = await createTrainer(t.app);
+  });
+  afterAll(async () => t.close());
+
+  it('refuses GraphQL variables nested deeper than 64 levels with 400 BAD_USER_INPUT, not a 500', async () => {
+    for (const levels of [65, 5000]) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/graphql',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${me.token}` },
+        payload: `{"query": "query($x: [Int]) { me { id } }", "variables": {"x": ${nested(levels)}}}`,
+      });
+      expect([levels, res.statusCode, res.json<GraphQLBody>().errors?.[0]?.extensions?.code]).toEqual([levels, 400, 'BAD_USER_INPUT']);
+    }
+    const get = await t.app.inject({
+      method: 'GET',
+      url: `/graphql?query=${encodeURIComponent('query($x: [Int]) { me { id } }')}&variables=${encodeURIComponent(`{"x": ${nested(3000)}}`)}`,
+      headers: { 'apollo-require-preflight': '1', authorization: `Bearer ${me.token}` },
+    });
+    expect([get.statusCode, get.json<GraphQLBody>().errors?.[0]?.extensions?.code]).toEqual([400, 'BAD_USER_INPUT']);
+  });
+
+  it('takes nesting up to 64 levels (then the usual rules apply)', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${me.token}` },
+      payload: `{"query": "query($x: JSON) { me { id } }", "variables": {"x": ${nested(62)}}}`,
+    });
+    // Parsed: the document itself is what graphql-js refuses (there is no JSON type).
+    expect(res.json<GraphQLBody>().errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+  });
+
+  it('refuses a REST body nested deeper than 64 levels with a 400 problem', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/trainer',
+      headers: { 'content-type': 'application/json' },
+      payload: `{"nickname": "deep", "extra": ${nested(100)}}`,
+    });
+    expect([res.statusCode, res.json<Problem>().code]).toEqual([400, 'BAD_USER_INPUT']);
+    expect(res.json<Problem>().detail).toMatch(/deeper than 64/);
+  });
+
+  it('answers a body that trickles in too slowly with 408 and closes the connection', async () => {
+    const answer = await rawExchange(origin, (send) => {
+      send('POST /trainer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(answer).toContain('"code":"REQUEST_TIMEOUT"');
+  });
+
+  it('answers headers that never end with 408 and closes the connection', async () => {
+    const answer = await rawExchange(origin, (send) => send('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: '));
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+  });
+});
+
+describe.each(databases)('registrations on %s', (kind) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(kind, { REGISTER_IP_PER_HOUR: '3' });
+  });
+  afterAll(async () => t.close());
+
+  let n = 0;
+  const input = (overrides: Record<string, unknown> = {}) => {
+    n += 1;
+    return {
+      nickname: `reg_${kind}_${n}`,
+      firstName: 'R',
+      lastName: 'G',
+      email: `reg_${kind}_${n}@example.test`,
+      password: 'password-1',
+      team: 'VALOR',
+      ...overrides,
+    };
+  };
+  const viaRest = (body: object, ip: string) => t.app.inject({ method: 'POST', url: '/trainer', remoteAddress: ip, payload: body });
+  const viaGraphQL = (body: object, ip: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      remoteAddress: ip,
+      payload: { query: 'mutation($i: RegisterTrainerInput!) { registerTrainer(input: $i) { id } }', variables: { i: body } },
+    });
+
+  it('refuses a taken email or nickname without hashing the password, on both transports', async () => {
+    const first = input();
+    expect((await viaRest(first, '10.0.0.1')).statusCode).toBe(201);
+    const hash = jest.spyOn(t.app.services.hasher, 'hash');
+    try {
+      const rest = await viaRest(input({ email: first.email.toUpperCase() }), '10.0.0.2');
+      expect([rest.statusCode, rest.json<Problem>().code]).toEqual([409, 'TRAINER_ALREADY_EXISTS']);
+      const graphql = await viaGraphQL(input({ nickname: first.nickname.toUpperCase() }), '10.0.0.3');
+      expect(graphql.json<GraphQLBody>().errors?.[0]?.extensions).toMatchObject({
+        code: 'TRAINER_ALREADY_EXISTS',
+        fields: [{ field: 'nickname', message: expect.any(String) }],
+      });
+      expect(hash).not.toHaveBeenCalled();
+      expect((await viaRest(input(), '10.0.0.2')).statusCode).toBe(201);
+      expect(hash).toHaveBeenCalledTimes(1);
+    } finally {
+      hash.mockRestore();
+    }
+  });
+
+  it('allows REGISTER_IP_PER_HOUR attempts per address, successful or not, over both transports; then RATE_LIMITED with Retry-After', async () => {
+    const ip = '10.0.1.1';
+    expect((await viaRest(input(), ip)).statusCode).toBe(201);
+    expect((await viaRest(input({ password: 'short' }), ip)).statusCode).toBe(400);
+    expect((await viaGraphQL(input(), ip)).json<GraphQLBody>().errors).toBeUndefined();
+    const rest = await viaRest(input(), ip);
+    expect([rest.statusCode, rest.json<Problem>().code]).toEqual([429, 'RATE_LIMITED']);
+    expect(Number(rest.headers['retry-after'])).toBeGreaterThan(0);
+    const graphql = (await viaGraphQL(input(), ip)).json<GraphQLBody>().errors?.[0]?.extensions;
+    expect(graphql).toMatchObject({ code: 'RATE_LIMITED', retryAfter: expect.any(Number) });
+    // Another address is not held to this one's count.
+    expect((await viaRest(input(), '10.0.1.2')).statusCode).toBe(201);
+  });
+});
