@@ -1,6 +1,6 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import pLimit from 'p-limit';
+import { AppError } from '../errors';
 
 /*
  * scrypt from Node's crypto: it runs in libuv's thread pool, so hashing never blocks the
@@ -31,43 +31,80 @@ const defaultHashSlots = (): number => Math.max(1, availableParallelism() - 1);
  * decoy hash that unknown emails are checked against, so that their answer takes as long as a
  * wrong password's and gives nothing away.
  */
+/** Which queue a hash waits in: logins go first, so a flood of registrations cannot starve them. */
+type Lane = 'login' | 'registration';
+
+/** How many hashes may wait for a slot, per lane and per slot, before more are refused (RATE_LIMITED). */
+const WAITING_PER_SLOT: Record<Lane, number> = { login: 16, registration: 4 };
+
+/**
+ * Password hashing for one app (built by createServices): its own hash slots, and the decoy hash
+ * that unknown emails are checked against, so that their answer takes as long as a wrong
+ * password's and gives nothing away. Hashes wait in two bounded queues: a free slot goes to a
+ * login first, then to a registration; when a queue is full the attempt is refused with
+ * RATE_LIMITED (Retry-After 1) instead of waiting without bound.
+ */
 export class PasswordHasher {
-  private readonly slots: pLimit.Limit;
+  private running = 0;
+  private readonly waiting: Record<Lane, (() => void)[]> = { login: [], registration: [] };
   private decoy: Promise<string> | undefined;
 
-  constructor(slots = defaultHashSlots()) {
-    this.slots = pLimit(slots);
+  constructor(private readonly slots = defaultHashSlots()) {}
+
+  /** `scrypt$N$r$p$salt$hash`, salt and hash in base64url: a new account's password (the registration queue). */
+  hash(password: string): Promise<string> {
+    return this.hashIn('registration', password);
   }
 
-  /** `scrypt$N$r$p$salt$hash`, salt and hash in base64url. */
-  async hash(password: string): Promise<string> {
-    const salt = randomBytes(SALT_LENGTH);
-    const key = await this.derive(password, salt, PARAMS);
-    return [PREFIX, PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
-  }
-
+  /** Checks a password against its stored hash (the login queue). */
   async verify(password: string, stored: string): Promise<boolean> {
     const parts = stored.split('$');
     if (parts.length !== 6 || parts[0] !== PREFIX) return false;
     const [N, r, p] = parts.slice(1, 4).map(Number) as [number, number, number];
     const expected = Buffer.from(parts[5], 'base64url');
-    const actual = await this.derive(password, Buffer.from(parts[4], 'base64url'), { N, r, p });
+    const actual = await this.derive('login', password, Buffer.from(parts[4], 'base64url'), { N, r, p });
     return actual.length === expected.length && timingSafeEqual(actual, expected);
   }
 
   /** A hash of a random password, made once per app (on first use: it costs a full hash). */
   decoyHash(): Promise<string> {
-    this.decoy ??= this.hash(randomBytes(18).toString('base64url'));
+    this.decoy ??= this.hashIn('login', randomBytes(18).toString('base64url'));
     return this.decoy;
   }
 
-  private derive(password: string, salt: Buffer, params: { N: number; r: number; p: number }): Promise<Buffer> {
+  private async hashIn(lane: Lane, password: string): Promise<string> {
+    const salt = randomBytes(SALT_LENGTH);
+    const key = await this.derive(lane, password, salt, PARAMS);
+    return [PREFIX, PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+  }
+
+  private derive(lane: Lane, password: string, salt: Buffer, params: { N: number; r: number; p: number }): Promise<Buffer> {
     const options: ScryptOptions = { ...params, maxmem: 256 * params.N * params.r + 1024 * 1024 };
-    return this.slots(
+    return this.inSlot(
+      lane,
       () =>
         new Promise<Buffer>((resolve, reject) => {
           scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (err, key) => (err ? reject(err) : resolve(key)));
         }),
     );
+  }
+
+  private inSlot<T>(lane: Lane, task: () => Promise<T>): Promise<T> {
+    if (this.running >= this.slots && this.waiting[lane].length >= WAITING_PER_SLOT[lane] * this.slots) {
+      return Promise.reject(new AppError('RATE_LIMITED', 'The service is busy checking passwords; try again in a moment', undefined, 1));
+    }
+    return new Promise<T>((resolve, reject) => {
+      const start = () => {
+        this.running += 1;
+        task()
+          .then(resolve, reject)
+          .finally(() => {
+            this.running -= 1;
+            (this.waiting.login.shift() ?? this.waiting.registration.shift())?.();
+          });
+      };
+      if (this.running < this.slots) start();
+      else this.waiting[lane].push(start);
+    });
   }
 }

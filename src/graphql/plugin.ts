@@ -14,7 +14,7 @@ import type { Services } from '../services';
 import type { GraphQLContext } from './context';
 import { createFormatError, errorLoggingPlugin } from './format-error';
 import { landingPageCsp, landingPagePlugin, registerIdeRoutes } from './ide';
-import { costLimitPlugin, limitRules, LIMITS } from './limits';
+import { costLimitPlugin, limitRules, LIMITS, repeatedSelectionsGuard } from './limits';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 
@@ -113,6 +113,7 @@ export async function registerGraphQL(
       'onRequest',
       attachRequestAuth((authorization, onKnown) => services.auth.forRequest(authorization, onKnown)),
     );
+    scope.addHook('preHandler', repeatedSelectionsGuard());
     methodNotAllowed(scope, '/graphql', ['GET', 'POST', 'OPTIONS']);
     await scope.register(fastifyApollo(apollo), {
       path: '/graphql',
