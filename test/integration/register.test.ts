@@ -1,20 +1,13 @@
 import { Trainer } from '../../src/trainers/trainer.entity';
+import type { TrainerView } from '../helpers/drivers';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { unique } from '../helpers/factories';
 import { errorCode, document, gql } from '../helpers/graphql';
 
-const REGISTER = document<{
-  registerTrainer: {
-    id: string;
-    nickname: string;
-    firstName: string;
-    lastName: string;
-    email: string | null;
-    team: string;
-    creaturesOwned: number;
-    createdAt: string;
-  };
-}>(`mutation Register($input: RegisterTrainerInput!) {
+/** A trainer as GraphQL answers it: the REST view's fields, with the id as a string. */
+type GraphQLTrainer = Omit<TrainerView, 'id'> & { id: string };
+
+const REGISTER = document<{ registerTrainer: GraphQLTrainer }>(`mutation Register($input: RegisterTrainerInput!) {
   registerTrainer(input: $input) { id nickname firstName lastName email team creaturesOwned createdAt }
 }`);
 
