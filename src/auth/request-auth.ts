@@ -40,17 +40,21 @@ export class RequestAuth {
     private readonly onKnown: (viewer: Trainer | null) => void = () => undefined,
   ) {}
 
-  tokenId(): number {
+  /** The trainer id of a valid Bearer token, or undefined. */
+  private verifiedId(): number | undefined {
     const token = bearerToken(this.authorization);
-    const id = token === undefined ? undefined : this.tokens.verify(token);
+    return token === undefined ? undefined : this.tokens.verify(token);
+  }
+
+  tokenId(): number {
+    const id = this.verifiedId();
     if (id === undefined) throw refused(this.authorization);
     return id;
   }
 
   viewer(): Promise<Trainer | null> {
     if (this.resolved) return this.resolved;
-    const token = bearerToken(this.authorization);
-    const id = token === undefined ? undefined : this.tokens.verify(token);
+    const id = this.verifiedId();
     this.resolved = (id === undefined ? Promise.resolve(null) : this.findTrainer(id)).then((viewer) => {
       this.knownViewer = viewer;
       this.onKnown(viewer);
