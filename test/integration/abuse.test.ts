@@ -64,6 +64,36 @@ describe.each(databases)('abuse limits on %s', (kind) => {
     expect(res.json<GraphQLBody>().errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
   });
 
+  const graphql = (query: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${me.token}` },
+      payload: { query },
+    });
+
+  it.each([
+    ['the same field', `{ ${'me { id } '.repeat(249)} }`],
+    ['the same fragment spread', `{ me { ${'...F '.repeat(300)} } } fragment F on Trainer { id }`],
+    ['the same inline fragment', `{ me { ${'... on Trainer { id } '.repeat(150)} } }`],
+    ['the same field, nested', `{ me { ${'id '.repeat(4)} } }`],
+  ])('refuses %s repeated in one selection set before validating (quadratic in graphql-js)', async (_what, query) => {
+    const res = await graphql(query);
+    const body = res.json<GraphQLBody>();
+    expect(res.statusCode).toBe(400);
+    expect(body.data ?? null).toBeNull();
+    expect(body.errors).toHaveLength(1);
+    expect(body.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(body.errors?.[0]?.message).toMatch(/selected more than 3 times/);
+  });
+
+  it('takes a field, spread or inline fragment up to 3 times in one selection set', async () => {
+    const res = await graphql(
+      '{ me { id id ... on Trainer { id } ... on Trainer { nickname } ...F ...F } me { id } } fragment F on Trainer { id }',
+    );
+    expect(res.json<GraphQLBody>().errors).toBeUndefined();
+  });
+
   it('refuses a REST body nested deeper than 64 levels with a 400 problem', async () => {
     const res = await t.app.inject({
       method: 'POST',

@@ -136,22 +136,6 @@ describe('GraphQL request limits', () => {
     await refused(`{ me { ${'id '.repeat(1200)} } }`, {}, /tokens/i, 'BAD_USER_INPUT');
   });
 
-  it.each([
-    ['the same field', `{ ${'me { id } '.repeat(249)} }`],
-    ['the same fragment spread', `{ me { ${'...F '.repeat(300)} } } fragment F on Trainer { id }`],
-    ['the same inline fragment', `{ me { ${'... on Trainer { id } '.repeat(150)} } }`],
-    ['the same field, nested', `{ me { ${'id '.repeat(4)} } }`],
-  ])('refuses %s repeated in one selection set before validating (quadratic in graphql-js)', async (_what, query) => {
-    await refused(query, {}, /selected more than 3 times/);
-  });
-
-  it('takes a field, spread or inline fragment up to 3 times in one selection set', async () => {
-    const res = await ask(
-      '{ me { id id ... on Trainer { id } ... on Trainer { nickname } ...F ...F } me { id } } fragment F on Trainer { id }',
-    );
-    expect(res.errors).toBeUndefined();
-  });
-
   it('refuses more than 10 directives', async () => {
     await refused(`{ me { ${Array.from({ length: 11 }, (_, i) => `d${i}: id @include(if: true)`).join(' ')} } }`, {}, /directive/i);
   });
