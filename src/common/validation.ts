@@ -1,6 +1,6 @@
 import { isEmail, registerDecorator, validate, type ValidationError, type ValidationOptions } from 'class-validator';
 import { AppError, type FieldError } from '../errors';
-import { codePoints, isCleanText, isVisible, normalizeEmail, normalizeText } from './text';
+import { codePoints, isCleanText, isNameText, isVisible, normalizeEmail, normalizeText } from './text';
 
 export const MAX_ID = 2147483647;
 const ID_PATTERN = /^[1-9]\d{0,9}$/;
@@ -24,28 +24,38 @@ export function IsEntityId(options?: ValidationOptions): PropertyDecorator {
     });
 }
 
-function textRule(name: string, message: string, test: (value: string) => boolean, options?: ValidationOptions): PropertyDecorator {
+function textRule(
+  name: string,
+  message: string,
+  test: (value: string) => boolean,
+  options?: ValidationOptions,
+  clean: (value: string) => boolean = isCleanText,
+): PropertyDecorator {
   return (target, propertyName) =>
     registerDecorator({
       name,
       target: target.constructor,
       propertyName: String(propertyName),
       options: { message, ...options },
-      validator: { validate: (value: unknown) => typeof value === 'string' && isCleanText(value) && test(value) },
+      validator: { validate: (value: unknown) => typeof value === 'string' && clean(value) && test(value) },
     });
 }
 
-/** Text whose length once trimmed and NFC-normalised (as stored) is within bounds, in code points. */
+/**
+ * A name: its length once trimmed and NFC-normalised (as stored) is within bounds, in code points,
+ * and it holds no control, format or invisible characters (isNameText).
+ */
 export function IsTrimmedText(min: number, max: number, options?: ValidationOptions): PropertyDecorator {
   return textRule(
     'isTrimmedText',
-    `must be ${min} to ${max} visible characters after trimming, without control characters`,
+    `must be ${min} to ${max} visible characters after trimming, without control, format or invisible characters`,
     (value) => {
       const text = normalizeText(value);
       const length = codePoints(text);
       return length >= min && length <= max && isVisible(text);
     },
     options,
+    isNameText,
   );
 }
 

@@ -1,6 +1,16 @@
 import { Field, ID, Int, ObjectType } from 'type-graphql';
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn, type Relation } from 'typeorm';
+import { maxNameKey } from '../common/text';
 import type { Trainer } from '../trainers/trainer.entity';
+
+export const MAX_CREATURE_NAME = 32;
+
+/**
+ * The longest name key (NFKC can make one code point 18) plus room for the suffix the key
+ * migration gives a creature whose name became another's (a NUL and an id). 600 utf8mb4
+ * characters fit MySQL's 3,072-byte index limit with trainer_id.
+ */
+export const NAME_KEY_LENGTH = maxNameKey(MAX_CREATURE_NAME) + 24;
 
 /** A creature owned by exactly one trainer. `trainer` is a GraphQL field of CreatureResolver. */
 // simpleResolvers: the plain fields only read a property (no @Authorized field, no database access), so
@@ -18,10 +28,10 @@ export class Creature {
   name!: string;
 
   /**
-   * The case-folded name (see creatureNameKey): with trainerId, the unique index that rejects
-   * duplicates. Wider than `name` because folding can lengthen a string (`ΐ` becomes three code points).
+   * The name's key (see nameKey in common/text.ts): with trainerId, the unique index that rejects
+   * duplicates. Wider than `name` (see NAME_KEY_LENGTH).
    */
-  @Column({ name: 'name_key', type: 'varchar', length: 128 })
+  @Column({ name: 'name_key', type: 'varchar', length: NAME_KEY_LENGTH })
   nameKey!: string;
 
   @Field(() => Int, { description: 'Species number, 1..100000.' })

@@ -1,5 +1,5 @@
 import type { Page } from '../common/args';
-import { foldCase, normalizeText } from '../common/text';
+import { nameKey, normalizeText } from '../common/text';
 import { isForeignKeyViolation, uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
@@ -13,8 +13,8 @@ export interface NewCreature {
   readonly level?: number;
 }
 
-/** What makes two names the same creature: trimmed, NFC, case-folded. */
-export const creatureNameKey = (name: string): string => foldCase(normalizeText(name));
+/** What makes two names the same creature: trimmed, then NFKC and fully case-folded (nameKey). */
+export const creatureNameKey = (name: string): string => nameKey(normalizeText(name));
 
 export class CreatureService {
   constructor(

@@ -26,7 +26,8 @@ function appLogger({ onQuery, warn }: DataSourceExtras): Logger {
     logQuerySlow: warn ? (time, sql) => warn({ timeMs: time, sql }, 'slow SQL statement') : ignore,
     logSchemaBuild: ignore,
     logMigration: ignore,
-    log: ignore,
+    // Migrations report what they could not do silently (e.g. names that became one) as warnings.
+    log: warn ? (level, message) => (level === 'warn' ? warn({}, String(message)) : undefined) : ignore,
   };
 }
 

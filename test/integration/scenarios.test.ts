@@ -35,6 +35,21 @@ const registration = (overrides: Record<string, unknown> = {}) => {
   };
 };
 
+/** Characters no name may hold (control, format, invisible), named for the test titles. */
+const HIDDEN_IN_NAMES = [
+  ['a C1 control', '\u0085'],
+  ['a zero-width joiner', '\u200D'],
+  ['a zero-width space', '\u200B'],
+  ['a right-to-left override', '\u202E'],
+  ['a bidi isolate', '\u2066'],
+  ['the Hangul filler U+3164', '\u3164'],
+  ['the Hangul choseong filler U+115F', '\u115F'],
+  ['the Hangul jungseong filler U+1160', '\u1160'],
+  ['the half-width Hangul filler U+FFA0', '\uFFA0'],
+  ['a tag character', '\u{E0041}'],
+  ['a line separator', '\u2028'],
+];
+
 const MALFORMED_IDS = ['abc', '-1', '0', '007', '1.5', '1e3', '99999999999999999999', '1'.repeat(300), "1' OR '1'='1"];
 
 describe.each(databases)('on %s', (kind) => {
@@ -92,6 +107,21 @@ describe.each(databases)('on %s', (kind) => {
 
       it('refuses a field the input does not know as BAD_USER_INPUT', async () => {
         expectFailure(api, await api.register(registration({ role: 'admin' })), 'BAD_USER_INPUT');
+      });
+
+      it.each(HIDDEN_IN_NAMES)('refuses first and last names with %s as BAD_USER_INPUT, and writes nothing', async (_what, hidden) => {
+        for (const field of ['firstName', 'lastName']) {
+          const input = registration({ [field]: `Ash${hidden}Ketchum` });
+          expectFailure(api, await api.register(input), 'BAD_USER_INPUT', field);
+          expect(await trainers().countBy({ nickname: input.nickname })).toBe(0);
+        }
+      });
+
+      it('stores first and last names as given, trimmed and in NFC (not folded): ẞ, ﬀ and full-width letters stay', async () => {
+        const input = registration({ firstName: ' Ｊｏ ẞ ', lastName: 'Pe\u0301rez Eﬀ' });
+        const trainer = value(await api.register(input));
+        expect(trainer).toMatchObject({ firstName: 'Ｊｏ ẞ', lastName: 'P\u00E9rez Eﬀ' });
+        expect(await trainers().findOneBy({ id: trainer.id })).toMatchObject({ firstName: 'Ｊｏ ẞ', lastName: 'P\u00E9rez Eﬀ' });
       });
     });
 
@@ -168,12 +198,41 @@ describe.each(databases)('on %s', (kind) => {
         expect(creature.name).toBe(name);
       });
 
-      it.each([
-        ['a C1 control', 'a\u0085b'],
-        ['a right-to-left override', 'abc\u202Edef'],
-        ['only invisible characters', '\u200B\u200B'],
-      ])('refuses a name with %s as BAD_USER_INPUT', async (_what, name) => {
+      it.each(HIDDEN_IN_NAMES)('refuses a name with %s as BAD_USER_INPUT, and writes nothing', async (_what, hidden) => {
+        const name = unique(`Hid${hidden}den`);
         expectFailure(api, await api.createCreature(me.token, myId(), { name, speciesId: 1 }), 'BAD_USER_INPUT', 'name');
+        expect(await creatures().countBy({ trainerId: me.trainer.id, name })).toBe(0);
+      });
+
+      it.each([
+        ['ẞ (capital sharp s)', 'Straẞe', ['Straße', 'STRASSE', 'strasse']],
+        ['ß', 'Fuß', ['FUSS', 'fuss', 'FUẞ']],
+        ['ﬀ (ligature)', 'Eﬀie', ['Effie', 'EFFIE']],
+        ['full-width letters', 'Ｍｅｗ', ['Mew', 'mew', 'ＭＥＷ']],
+        ['final sigma', 'Οδυσσευς', ['ΟΔΥΣΣΕΥΣ', 'οδυσσευσ']],
+      ])('treats names with %s as the same name as their folded forms (DUPLICATE_CREATURE)', async (_what, name, others) => {
+        const suffix = unique('');
+        const stored = value(await api.createCreature(me.token, myId(), { name: `${name}${suffix}`, speciesId: 1 }));
+        expect(stored.name).toBe(`${name}${suffix}`.normalize('NFC'));
+        for (const same of others) {
+          expectFailure(api, await api.createCreature(me.token, myId(), { name: `${same}${suffix}`, speciesId: 1 }), 'DUPLICATE_CREATURE');
+        }
+        expect(await creatures().countBy({ trainerId: me.trainer.id, name: stored.name })).toBe(1);
+      });
+
+      it('keeps the dotless ı apart from i, and stores a name as given (NFC), not in its folded form', async () => {
+        const suffix = unique('');
+        value(await api.createCreature(me.token, myId(), { name: `Kızıl${suffix}`, speciesId: 1 }));
+        value(await api.createCreature(me.token, myId(), { name: `Kizil${suffix}`, speciesId: 1 }));
+        const wide = value(await api.createCreature(me.token, myId(), { name: `Ｅﬀie ẞ${suffix}`, speciesId: 1 }));
+        expect(wide.name).toBe(`Ｅﬀie ẞ${suffix}`);
+        expect(await creatures().findOneBy({ id: wide.id })).toMatchObject({ name: `Ｅﬀie ẞ${suffix}` });
+      });
+
+      it('accepts a name whose folded form is 18 times longer (U+FDFA), and refuses its duplicate', async () => {
+        const name = `${'\uFDFA'.repeat(31)}A`;
+        expect(value(await api.createCreature(me.token, myId(), { name, speciesId: 1 })).name).toBe(name);
+        expectFailure(api, await api.createCreature(me.token, myId(), { name: name.toLowerCase(), speciesId: 1 }), 'DUPLICATE_CREATURE');
       });
 
       it('refuses the same name again, in any case, as DUPLICATE_CREATURE', async () => {

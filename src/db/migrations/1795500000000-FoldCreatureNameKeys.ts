@@ -1,0 +1,69 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { TableColumn } from 'typeorm';
+import { nameKey } from '../../common/text';
+import { NAME_KEY_LENGTH } from '../../creatures/creature.entity';
+
+interface Row {
+  readonly id: number;
+  readonly trainer_id: number;
+  readonly name: string;
+  readonly name_key: string;
+}
+
+/** What a creature that lost its key to an older one is keyed by: never the key of a valid name (no control characters). */
+export const collidedKey = (key: string, id: number): string => `${key}\u0000${id}`;
+
+/**
+ * Creature names become the same name when their NFKC, fully case-folded keys are equal
+ * (`ẞ`, `ß`, `ss`; `ﬀ`, `ff`; full-width letters): name_key is recomputed for every creature,
+ * and widened for keys that NFKC lengthens (see NAME_KEY_LENGTH).
+ *
+ * Two creatures of one trainer that were different names before and are the same name now are
+ * both kept: the one already holding the key (else the older one) keeps it, the others get a key
+ * of their own (collidedKey) so that nothing is lost, and a warning names them. A new creature of
+ * that name is refused as a duplicate either way; renaming one of them gives it a normal key.
+ */
+export class FoldCreatureNameKeys1795500000000 implements MigrationInterface {
+  name = 'FoldCreatureNameKeys1795500000000';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    if (queryRunner.connection.options.type === 'better-sqlite3') {
+      // SQLite cannot alter a column: TypeORM copies the table into a new one, indexes included.
+      const column = { name: 'name_key', type: 'varchar', length: String(NAME_KEY_LENGTH), isNullable: false };
+      await queryRunner.changeColumn('creature', 'name_key', new TableColumn(column));
+    } else {
+      // Not changeColumn: for a new length, TypeORM's MySQL runner drops the column and adds it again.
+      await queryRunner.query(`ALTER TABLE \`creature\` MODIFY \`name_key\` varchar(${NAME_KEY_LENGTH}) NOT NULL`);
+    }
+    const rows = (await queryRunner.query('SELECT id, trainer_id, name, name_key FROM creature ORDER BY id')) as Row[];
+    const groups = new Map<string, Row[]>();
+    for (const row of rows) {
+      const group = `${row.trainer_id}\u0000${nameKey(row.name)}`;
+      groups.set(group, [...(groups.get(group) ?? []), row]);
+    }
+    const changes: { id: number; key: string }[] = [];
+    for (const group of groups.values()) {
+      const key = nameKey(group[0].name);
+      const keeper = group.find((row) => row.name_key === key) ?? group[0];
+      for (const row of group) {
+        const wanted = row === keeper ? key : collidedKey(key, row.id);
+        if (row.name_key !== wanted) changes.push({ id: row.id, key: wanted });
+      }
+      if (group.length > 1) {
+        const others = group.filter((row) => row !== keeper).map((row) => `${row.id} "${row.name}"`);
+        queryRunner.connection.logger.log(
+          'warn',
+          `creature names: trainer ${keeper.trainer_id} has creatures that are now the same name; ` +
+            `${keeper.id} "${keeper.name}" keeps it, kept under keys of their own: ${others.join(', ')}`,
+        );
+      }
+    }
+    // Two passes, so that no key is ever held twice on the way (a unique index checks every row).
+    for (const { id } of changes) await queryRunner.query('UPDATE creature SET name_key = ? WHERE id = ?', [`\u0000${id}`, id]);
+    for (const { id, key } of changes) await queryRunner.query('UPDATE creature SET name_key = ? WHERE id = ?', [key, id]);
+  }
+
+  async down(): Promise<void> {
+    // The old keys merged fewer names; the new ones stay valid keys for the old code (unique per trainer).
+  }
+}
