@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 // What the committed API documents (schema.graphql, openapi.json) promise to clients, and which
 // changes break that promise. `npm run schema` and `npm run openapi` refuse to write a breaking
 // change that docs/api-changes.md does not record, and the test suite fails on one.
@@ -15,6 +16,13 @@ export function graphqlBreakingChanges(before: string, after: string): string[] 
 
 type Json = Record<string, unknown>;
 type Schema = Json & { $ref?: string; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[] };
+
+/** A pattern as a change line shows it: itself when short and quotable in Markdown, else a fingerprint. */
+function shownPattern(pattern: unknown): string {
+  if (typeof pattern !== 'string') return '"none"';
+  if (pattern.length <= 80 && !pattern.includes('`')) return JSON.stringify(pattern);
+  return `sha256:${createHash('sha256').update(pattern).digest('hex').slice(0, 12)} (${pattern.length} characters)`;
+}
 
 /**
  * Each breaking change between two OpenAPI documents, for a client written against `before`:
@@ -63,7 +71,7 @@ export function openApiBreakingChanges(before: Json, after: Json): string[] {
       narrower('maxLength', (o, n) => n < o);
       narrower('maxItems', (o, n) => n < o);
       if (neu.pattern !== undefined && neu.pattern !== old.pattern)
-        changes.push(`${where}: pattern ${JSON.stringify(old.pattern ?? 'none')} became ${JSON.stringify(neu.pattern)}`);
+        changes.push(`${where}: pattern ${shownPattern(old.pattern)} became ${shownPattern(neu.pattern)}`);
       if (neu.format !== undefined && neu.format !== old.format)
         changes.push(`${where}: format ${JSON.stringify(old.format ?? 'none')} became ${JSON.stringify(neu.format)}`);
       const oldRequired = new Set(old.required ?? []);

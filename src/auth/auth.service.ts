@@ -1,4 +1,4 @@
-import { isCleanText } from '../common/text';
+import { matches, PASSWORD_PATTERN } from '../common/rules';
 import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerService } from '../trainers/trainer.service';
@@ -35,10 +35,10 @@ export class AuthService {
     // Before any hashing: a throttled attempt costs the server nothing.
     await this.throttle.attempt(email, clientIp);
     const credentials = await this.trainers.credentials(email);
-    const matches = await this.hasher.verify(password, credentials?.passwordHash ?? (await this.hasher.decoyHash()));
+    const correct = await this.hasher.verify(password, credentials?.passwordHash ?? (await this.hasher.decoyHash()));
     // No stored password has control characters; without this check scrypt would take
     // "secret\0" for "secret" (its HMAC pads keys with zero bytes).
-    const trainer = credentials && matches && isCleanText(password) ? await this.trainers.findById(credentials.id) : null;
+    const trainer = credentials && correct && matches(PASSWORD_PATTERN, password) ? await this.trainers.findById(credentials.id) : null;
     if (!trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
     await this.throttle.succeeded(email);
     const { token, expiresAt } = this.tokens.issue(trainer.id);

@@ -38,27 +38,8 @@ export function nameKey(value: string): string {
 /** The longest key a name of `length` code points can have (U+FDFA: one code point, 18 in NFKC). */
 export const maxNameKey = (length: number): number => length * 18;
 
-/** C0 and C1 controls, bidirectional overrides and isolates (text-spoofing), and noncharacters. */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL_CHARS = /[\u0000-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069\uFFFE\uFFFF]/;
-
-/** Well-formed UTF-16 (no lone surrogates, which databases would silently replace) without control characters. */
-export const isCleanText = (value: string): boolean => value.isWellFormed() && !CONTROL_CHARS.test(value);
-
-/** Has at least one character that shows: not only spaces and invisible format characters. */
-export const isVisible = (value: string): boolean => /[^\p{Z}\p{Cf}\s]/u.test(value);
-
 /**
- * What a name may not hold anywhere: controls, format characters (zero-width joiners, bidi
- * overrides, tags), line and paragraph separators, noncharacters, and the other default-ignorable
- * code points, which show nothing (the Hangul fillers U+115F, U+1160, U+3164, U+FFA0, U+034F,
- * U+180B..U+180F), plus the blank braille pattern U+2800. Variation selectors stay allowed: an
- * emoji such as `❤️` needs one.
+ * The longest a name of `length` code points can be once stored in NFC: lengths count the text as
+ * sent, and NFC can make one code point three (U+FB2C, U+1D160), so columns are three times wider.
  */
-const HIDDEN_IN_NAMES =
-  /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Noncharacter_Code_Point}\u2800]|(?![\uFE00-\uFE0F\u{E0100}-\u{E01EF}])\p{Default_Ignorable_Code_Point}/u;
-
-/** A name as the contract allows it: clean text (see isCleanText) without hidden characters. */
-export const isNameText = (value: string): boolean => isCleanText(value) && !HIDDEN_IN_NAMES.test(value);
-
-export const codePoints = (value: string): number => [...value].length;
+export const storedLength = (length: number): number => length * 3;

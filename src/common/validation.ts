@@ -1,6 +1,6 @@
-import { isEmail, registerDecorator, validate, type ValidationError, type ValidationOptions } from 'class-validator';
+import { registerDecorator, validate, type ValidationError, type ValidationOptions } from 'class-validator';
 import { AppError, type FieldError } from '../errors';
-import { codePoints, isCleanText, isNameText, isVisible, normalizeEmail, normalizeText } from './text';
+import { EMAIL_PATTERN, matches, MAX_EMAIL, MAX_PASSWORD, MIN_PASSWORD, namePattern, PASSWORD_PATTERN } from './rules';
 
 export const MAX_ID = 2147483647;
 const ID_PATTERN = /^[1-9]\d{0,9}$/;
@@ -24,60 +24,45 @@ export function IsEntityId(options?: ValidationOptions): PropertyDecorator {
     });
 }
 
-function textRule(
-  name: string,
-  message: string,
-  test: (value: string) => boolean,
-  options?: ValidationOptions,
-  clean: (value: string) => boolean = isCleanText,
-): PropertyDecorator {
+function textRule(name: string, message: string, test: (value: string) => boolean, options?: ValidationOptions): PropertyDecorator {
   return (target, propertyName) =>
     registerDecorator({
       name,
       target: target.constructor,
       propertyName: String(propertyName),
       options: { message, ...options },
-      validator: { validate: (value: unknown) => typeof value === 'string' && clean(value) && test(value) },
+      validator: { validate: (value: unknown) => typeof value === 'string' && test(value) },
     });
 }
 
-/**
- * A name: its length once trimmed and NFC-normalised (as stored) is within bounds, in code points,
- * and it holds no control, format or invisible characters (isNameText).
- */
-export function IsTrimmedText(min: number, max: number, options?: ValidationOptions): PropertyDecorator {
-  return textRule(
-    'isTrimmedText',
-    `must be ${min} to ${max} visible characters after trimming, without control, format or invisible characters`,
-    (value) => {
-      const text = normalizeText(value);
-      const length = codePoints(text);
-      return length >= min && length <= max && isVisible(text);
-    },
-    options,
-    isNameText,
-  );
+export const NICKNAME_RULE = 'must be 3 to 32 characters of A-Z a-z 0-9 _ . -';
+
+export const nameRule = (max: number): string =>
+  `must be 1 to ${max} characters once the spaces around it are trimmed, without control, format or invisible characters`;
+
+/** A name (see namePattern): 1..max characters once trimmed, nothing hidden. Stored trimmed, in NFC. */
+export function IsName(max: number, options?: ValidationOptions): PropertyDecorator {
+  return textRule('isName', nameRule(max), (value) => matches(namePattern(max), value), options);
 }
 
-/** An email address of at most `max` characters as it will be stored (trimmed, NFC, lower-cased). */
-export function IsEmailAddress(max: number, options?: ValidationOptions): PropertyDecorator {
-  return textRule(
-    'isEmailAddress',
-    `must be a valid email address of at most ${max} characters`,
-    (value) => {
-      const email = normalizeEmail(value);
-      return codePoints(email) <= max && isEmail(email);
-    },
-    options,
-  );
+export const EMAIL_RULE = `must be a valid email address (as HTML forms accept them, with a dot in the domain) of at most ${MAX_EMAIL} characters`;
+
+/** An email address (see EMAIL_PATTERN); stored lower-cased. */
+export function IsEmailAddress(options?: ValidationOptions): PropertyDecorator {
+  return textRule('isEmailAddress', EMAIL_RULE, (value) => value.length <= MAX_EMAIL && matches(EMAIL_PATTERN, value), options);
 }
 
-/** A password of min..max characters without control characters (scrypt would ignore trailing NULs). */
-export function IsPassword(min: number, max: number, options?: ValidationOptions): PropertyDecorator {
+export const PASSWORD_RULE = `must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters, without control characters or bidi overrides`;
+
+/** A password of 8..128 characters (code points) without the characters of PASSWORD_FORBIDDEN. */
+export function IsPassword(options?: ValidationOptions): PropertyDecorator {
   return textRule(
     'isPassword',
-    `must be ${min} to ${max} characters, without control characters`,
-    (value) => codePoints(value) >= min && codePoints(value) <= max,
+    PASSWORD_RULE,
+    (value) => {
+      const length = [...value].length;
+      return length >= MIN_PASSWORD && length <= MAX_PASSWORD && matches(PASSWORD_PATTERN, value);
+    },
     options,
   );
 }

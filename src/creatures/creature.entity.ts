@@ -1,6 +1,6 @@
 import { Field, ID, Int, ObjectType } from 'type-graphql';
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn, type Relation } from 'typeorm';
-import { maxNameKey } from '../common/text';
+import { maxNameKey, storedLength } from '../common/text';
 import type { Trainer } from '../trainers/trainer.entity';
 
 export const MAX_CREATURE_NAME = 32;
@@ -24,7 +24,7 @@ export class Creature {
   id!: number;
 
   @Field({ description: 'Unique per trainer, compared case-insensitively after trimming.' })
-  @Column({ type: 'varchar', length: 32 })
+  @Column({ type: 'varchar', length: storedLength(MAX_CREATURE_NAME) })
   name!: string;
 
   /**

@@ -1,6 +1,6 @@
 import { IsInt, Max, Min, ValidateNested } from 'class-validator';
 import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
-import { IsEntityId, IsTrimmedText } from '../common/validation';
+import { IsEntityId, IsName } from '../common/validation';
 import { MAX_CREATURE_NAME } from './creature.entity';
 
 export const MAX_SPECIES_ID = 100000;
@@ -9,7 +9,7 @@ export const MAX_LEVEL = 100;
 @InputType()
 export class CreateCreatureInput {
   @Field()
-  @IsTrimmedText(1, MAX_CREATURE_NAME)
+  @IsName(MAX_CREATURE_NAME)
   name!: string;
 
   @Field(() => Int)

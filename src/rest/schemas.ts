@@ -1,5 +1,8 @@
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/args';
-import { MAX_ID } from '../common/validation';
+import { EMAIL_PATTERN, MAX_EMAIL, MAX_PASSWORD, MIN_PASSWORD, namePattern, NICKNAME_PATTERN, PASSWORD_PATTERN } from '../common/rules';
+import { EMAIL_RULE, MAX_ID, nameRule, NICKNAME_RULE, PASSWORD_RULE } from '../common/validation';
+import { MAX_CREATURE_NAME } from '../creatures/creature.entity';
+import { MAX_TRAINER_NAME } from '../trainers/trainer.entity';
 import { MAX_LEVEL, MAX_SPECIES_ID } from '../creatures/creature.inputs';
 import { ERROR_STATUS, type ErrorCode } from '../errors';
 import { Team } from '../trainers/team';
@@ -7,10 +10,15 @@ import { Team } from '../trainers/team';
 /*
  * JSON schemas of the REST shim: Fastify validates requests with them, serializes responses
  * through them (a field not listed here can never leave the server), and @fastify/swagger
- * turns them into openapi.json. Request schemas check shape and types; the value rules are the
- * GraphQL inputs' class-validator classes (text is measured after trimming, as stored), so both
- * transports accept and refuse exactly the same values. Numeric bounds come from the same constants.
+ * turns them into openapi.json. Request schemas state every rule of a value (ranges, lengths,
+ * patterns from common/rules.ts, no unknown fields), so that a request generated from
+ * openapi.json is accepted; the GraphQL inputs' class-validator classes check the same patterns
+ * and bounds, so both transports accept and refuse exactly the same values.
  */
+
+/** A name's schema: its pattern carries the length (surrounding spaces do not count). */
+const name = (max: number) =>
+  ({ type: 'string', minLength: 1, pattern: namePattern(max), description: `${nameRule(max)}; stored trimmed, in Unicode NFC` }) as const;
 
 const id = { type: 'integer', minimum: 1, maximum: MAX_ID } as const;
 const dateTime = { type: 'string', format: 'date-time', description: 'ISO-8601, UTC' } as const;
@@ -114,11 +122,23 @@ export const registerBody = {
   type: 'object',
   required: ['nickname', 'firstName', 'lastName', 'email', 'password', 'team'],
   properties: {
-    nickname: { type: 'string', description: '3..32 characters of A-Z a-z 0-9 _ . -; unique, case-insensitively' },
-    firstName: { type: 'string', description: '1..64 characters after trimming' },
-    lastName: { type: 'string', description: '1..64 characters after trimming' },
-    email: { type: 'string', description: 'a valid address of at most 254 characters; stored lower-cased' },
-    password: { type: 'string', description: '8..128 characters, no control characters' },
+    nickname: {
+      type: 'string',
+      minLength: 3,
+      maxLength: 32,
+      pattern: NICKNAME_PATTERN,
+      description: `${NICKNAME_RULE}; unique, case-insensitively`,
+    },
+    firstName: name(MAX_TRAINER_NAME),
+    lastName: name(MAX_TRAINER_NAME),
+    email: {
+      type: 'string',
+      minLength: 3,
+      maxLength: MAX_EMAIL,
+      pattern: EMAIL_PATTERN,
+      description: `${EMAIL_RULE}; unique, stored lower-cased`,
+    },
+    password: { type: 'string', minLength: MIN_PASSWORD, maxLength: MAX_PASSWORD, pattern: PASSWORD_PATTERN, description: PASSWORD_RULE },
     team,
   },
   additionalProperties: false,
@@ -135,7 +155,10 @@ export const createCreatureBody = {
   type: 'object',
   required: ['name', 'speciesId'],
   properties: {
-    name: { type: 'string', description: '1..32 characters after trimming; unique per trainer, case-insensitively' },
+    name: {
+      ...name(MAX_CREATURE_NAME),
+      description: `${nameRule(MAX_CREATURE_NAME)}; unique per trainer, compared after NFKC and full case folding`,
+    },
     speciesId: { type: 'integer', minimum: 1, maximum: MAX_SPECIES_ID },
     level: { type: 'integer', minimum: 1, maximum: MAX_LEVEL, default: 1 },
   },

@@ -46,10 +46,13 @@ function decimalIntegers(schema: ObjectSchema, validate: ValidateFunction): Vali
 /** A validator compiler for one app's REST routes (each app gets its own Ajv instances). */
 export function createRestValidatorCompiler(): FastifySchemaCompiler<ObjectSchema> {
   const options = { useDefaults: true, removeAdditional: false, allErrors: true, strict: false } as const;
-  const bodyAjv = new Ajv({ ...options, coerceTypes: false });
+  // verbose: errors carry their schema, whose description words a broken pattern or length.
+  const bodyAjv = new Ajv({ ...options, coerceTypes: false, verbose: true });
   const textAjv = new Ajv({ ...options, coerceTypes: true });
   return ({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : decimalIntegers(schema, textAjv.compile(schema)));
 }
+
+const RULES_IN_DESCRIPTION = new Set(['pattern', 'minLength', 'maxLength']);
 
 /** Ajv's errors as the catalogue's `fields`: `level`, `trainerId`, `nickname`... */
 export function validationFields(errors: readonly Partial<ErrorObject>[]): FieldError[] {
@@ -65,6 +68,9 @@ export function validationFields(errors: readonly Partial<ErrorObject>[]): Field
     } else if (params.additionalProperty) {
       field = [base, params.additionalProperty].filter(Boolean).join('.');
       message = 'is not a known field';
+    } else if (RULES_IN_DESCRIPTION.has(error.keyword ?? '') && typeof error.parentSchema?.description === 'string') {
+      // Not "must match pattern <a page of character ranges>": the rule in words.
+      message = error.parentSchema.description.replace(/;.*$/, '');
     }
     field ||= 'body';
     byField.set(field, [...(byField.get(field) ?? []), message]);

@@ -1,7 +1,11 @@
 import { Field, ID, ObjectType } from 'type-graphql';
 import { Column, Entity, Index, OneToMany, PrimaryGeneratedColumn, type Relation } from 'typeorm';
 import type { Creature } from '../creatures/creature.entity';
+import { storedLength } from '../common/text';
 import { Team } from './team';
+
+/** First and last names: 1..64 characters once trimmed, counted as sent (see namePattern). */
+export const MAX_TRAINER_NAME = 64;
 
 /**
  * A registered trainer. `email`, `creaturesOwned` and `creatures` are GraphQL fields
@@ -29,11 +33,11 @@ export class Trainer {
   nicknameKey!: string;
 
   @Field()
-  @Column({ name: 'first_name', type: 'varchar', length: 64 })
+  @Column({ name: 'first_name', type: 'varchar', length: storedLength(MAX_TRAINER_NAME) })
   firstName!: string;
 
   @Field()
-  @Column({ name: 'last_name', type: 'varchar', length: 64 })
+  @Column({ name: 'last_name', type: 'varchar', length: storedLength(MAX_TRAINER_NAME) })
   lastName!: string;
 
   /** Stored lower-cased; exposed only to the trainer itself (see TrainerResolver.email). */

@@ -1,30 +1,30 @@
 import { IsEnum, Matches, ValidateNested } from 'class-validator';
 import { ArgsType, Field, InputType } from 'type-graphql';
-import { IsEmailAddress, IsPassword, IsTrimmedText } from '../common/validation';
+import { NICKNAME_PATTERN } from '../common/rules';
+import { IsEmailAddress, IsName, IsPassword, NICKNAME_RULE } from '../common/validation';
 import { Team } from './team';
-
-const NICKNAME_PATTERN = /^[A-Za-z0-9_.-]{3,32}$/;
+import { MAX_TRAINER_NAME } from './trainer.entity';
 
 @InputType()
 export class RegisterTrainerInput {
   @Field()
-  @Matches(NICKNAME_PATTERN, { message: 'must be 3 to 32 characters of A-Z a-z 0-9 _ . -' })
+  @Matches(new RegExp(NICKNAME_PATTERN), { message: NICKNAME_RULE })
   nickname!: string;
 
   @Field()
-  @IsTrimmedText(1, 64)
+  @IsName(MAX_TRAINER_NAME)
   firstName!: string;
 
   @Field()
-  @IsTrimmedText(1, 64)
+  @IsName(MAX_TRAINER_NAME)
   lastName!: string;
 
   @Field()
-  @IsEmailAddress(254)
+  @IsEmailAddress()
   email!: string;
 
   @Field()
-  @IsPassword(8, 128)
+  @IsPassword()
   password!: string;
 
   @Field(() => Team)

@@ -62,14 +62,17 @@ describe.each(databases)('creatures on %s', (kind) => {
     expect((await create(owner, { name: `🐉${base.slice(0, 20)}`, speciesId: 1 })).errors).toBeUndefined();
   });
 
-  it('counts a name’s length as stored (NFC), so text that grows under normalisation cannot overflow', async () => {
-    // U+0958 becomes two code points in NFC; 32 of them would be 64 characters.
+  it('counts a name’s length as sent and stores it in NFC, even when NFC makes it longer', async () => {
+    // U+0958 becomes two code points in NFC: 32 of them are stored as 64.
     const growing = await create(owner, { name: '\u0958'.repeat(32), speciesId: 1 });
-    expect(errorCode(growing)).toBe('BAD_USER_INPUT');
-    // e + combining acute is one character once composed: 20 of them fit.
-    const composed = await create(owner, { name: 'e\u0301'.repeat(20), speciesId: 1 });
+    expect(growing.errors).toBeUndefined();
+    expect(growing.data!.createCreature.name).toBe('\u0958'.repeat(32).normalize('NFC'));
+    expect([...growing.data!.createCreature.name]).toHaveLength(64);
+    // e + combining acute is two characters as sent, one once composed.
+    expect(errorCode(await create(owner, { name: 'e\u0301'.repeat(17), speciesId: 1 }))).toBe('BAD_USER_INPUT');
+    const composed = await create(owner, { name: 'e\u0301'.repeat(16), speciesId: 1 });
     expect(composed.errors).toBeUndefined();
-    expect(composed.data!.createCreature.name).toBe('\u00e9'.repeat(20));
+    expect(composed.data!.createCreature.name).toBe('\u00e9'.repeat(16));
   });
 
   it('rejects lone surrogates, which a database would silently replace, as BAD_USER_INPUT', async () => {

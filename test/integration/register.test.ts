@@ -92,19 +92,16 @@ describe.each(databases)('registerTrainer on %s', (kind) => {
     expect(again.errors![0].extensions!.fields).toEqual([{ field: 'nickname', message: 'is already taken' }]);
   });
 
-  it('checks an email as stored: one that grows when lower-cased past 254 characters is BAD_USER_INPUT', async () => {
-    const email = `${'İ'.repeat(32)}@${'İ'.repeat(60)}.${'İ'.repeat(60)}.com`;
+  it.each([
+    ['more than 254 characters', `${'a'.repeat(60)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.example`],
+    ['more than 64 characters before the @', `${'a'.repeat(65)}@example.test`],
+    ['international characters', 'zü@example.test'],
+    ['a dotless domain', 'ash@localhost'],
+    ['spaces around it', ' ash@example.test'],
+  ])('refuses an email with %s as BAD_USER_INPUT', async (_what, email) => {
     const res = await gql(t.app, REGISTER, { input: newTrainerInput({ email }) });
     expect(errorCode(res)).toBe('BAD_USER_INPUT');
     expect(res.errors![0].extensions!.fields!.map((f) => f.field)).toEqual(['input.email']);
-  });
-
-  it('stores an email in NFC, so composed and decomposed forms are the same account', async () => {
-    const local = unique('zu');
-    const composed = newTrainerInput({ email: `${local}\u00fc@example.test` });
-    expect((await gql(t.app, REGISTER, { input: composed })).errors).toBeUndefined();
-    const decomposed = await gql(t.app, REGISTER, { input: newTrainerInput({ email: `${local}u\u0308@example.test` }) });
-    expect(errorCode(decomposed)).toBe('TRAINER_ALREADY_EXISTS');
   });
 
   it('lets exactly one of several concurrent identical registrations through', async () => {

@@ -133,6 +133,22 @@ describe.each(databases)('REST shim on %s', (kind) => {
     expect(unknown.fields).toEqual([{ field: 'trainerId', message: 'is not a known field' }]);
   });
 
+  it('words a broken rule in the problem’s fields, not as the pattern openapi.json states', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/trainer/${me.trainer.id}/creature`,
+      headers: auth(me),
+      payload: { name: 'Mew\u200D', speciesId: 1 },
+    });
+    const problem = expectProblem(res, 400, 'BAD_USER_INPUT');
+    expect(problem.fields).toEqual([
+      {
+        field: 'name',
+        message: 'must be 1 to 32 characters once the spaces around it are trimmed, without control, format or invisible characters',
+      },
+    ]);
+  });
+
   it.each([
     ['text/plain', 'name=x'],
     ['application/x-www-form-urlencoded', 'name=x&speciesId=1'],

@@ -1,6 +1,6 @@
 import { CreateTrainerAndCreature1795300000000 } from './1795300000000-CreateTrainerAndCreature';
 import { AddTrainerIdIndex1795400000000 } from './1795400000000-AddTrainerIdIndex';
-import { FoldCreatureNameKeys1795500000000 } from './1795500000000-FoldCreatureNameKeys';
+import { NameRules1795500000000 } from './1795500000000-NameRules';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
-export const migrations = [CreateTrainerAndCreature1795300000000, AddTrainerIdIndex1795400000000, FoldCreatureNameKeys1795500000000];
+export const migrations = [CreateTrainerAndCreature1795300000000, AddTrainerIdIndex1795400000000, NameRules1795500000000];

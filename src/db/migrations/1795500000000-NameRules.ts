@@ -1,7 +1,9 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { TableColumn } from 'typeorm';
 import { nameKey } from '../../common/text';
-import { NAME_KEY_LENGTH } from '../../creatures/creature.entity';
+import { storedLength } from '../../common/text';
+import { MAX_CREATURE_NAME, NAME_KEY_LENGTH } from '../../creatures/creature.entity';
+import { MAX_TRAINER_NAME } from '../../trainers/trainer.entity';
 
 interface Row {
   readonly id: number;
@@ -14,6 +16,9 @@ interface Row {
 export const collidedKey = (key: string, id: number): string => `${key}\u0000${id}`;
 
 /**
+ * Names are counted as sent and stored in NFC, which can make them up to three times longer:
+ * creature.name, trainer.first_name and trainer.last_name are widened (see storedLength).
+ *
  * Creature names become the same name when their NFKC, fully case-folded keys are equal
  * (`ẞ`, `ß`, `ss`; `ﬀ`, `ff`; full-width letters): name_key is recomputed for every creature,
  * and widened for keys that NFKC lengthens (see NAME_KEY_LENGTH).
@@ -23,17 +28,27 @@ export const collidedKey = (key: string, id: number): string => `${key}\u0000${i
  * of their own (collidedKey) so that nothing is lost, and a warning names them. A new creature of
  * that name is refused as a duplicate either way; renaming one of them gives it a normal key.
  */
-export class FoldCreatureNameKeys1795500000000 implements MigrationInterface {
-  name = 'FoldCreatureNameKeys1795500000000';
+export class NameRules1795500000000 implements MigrationInterface {
+  name = 'NameRules1795500000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
+    const widths = [
+      ['creature', 'name', storedLength(MAX_CREATURE_NAME)],
+      ['creature', 'name_key', NAME_KEY_LENGTH],
+      ['trainer', 'first_name', storedLength(MAX_TRAINER_NAME)],
+      ['trainer', 'last_name', storedLength(MAX_TRAINER_NAME)],
+    ] as const;
     if (queryRunner.connection.options.type === 'better-sqlite3') {
-      // SQLite cannot alter a column: TypeORM copies the table into a new one, indexes included.
-      const column = { name: 'name_key', type: 'varchar', length: String(NAME_KEY_LENGTH), isNullable: false };
-      await queryRunner.changeColumn('creature', 'name_key', new TableColumn(column));
+      // SQLite cannot alter a column: TypeORM copies the table into a new one, indexes included
+      // (foreign keys are off while migrations run, so copying trainer cascades nothing).
+      for (const [table, name, length] of widths) {
+        await queryRunner.changeColumn(table, name, new TableColumn({ name, type: 'varchar', length: String(length), isNullable: false }));
+      }
     } else {
       // Not changeColumn: for a new length, TypeORM's MySQL runner drops the column and adds it again.
-      await queryRunner.query(`ALTER TABLE \`creature\` MODIFY \`name_key\` varchar(${NAME_KEY_LENGTH}) NOT NULL`);
+      for (const [table, name, length] of widths) {
+        await queryRunner.query(`ALTER TABLE \`${table}\` MODIFY \`${name}\` varchar(${length}) NOT NULL`);
+      }
     }
     const rows = (await queryRunner.query('SELECT id, trainer_id, name, name_key FROM creature ORDER BY id')) as Row[];
     const groups = new Map<string, Row[]>();
