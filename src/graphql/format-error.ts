@@ -1,6 +1,6 @@
 import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
-import { GraphQLError, Kind, parse, visit, type GraphQLFormattedError, type ValueNode } from 'graphql';
+import { GraphQLError, Kind, parse, visit, type ArgumentNode, type GraphQLFormattedError, type Source, type ValueNode } from 'graphql';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError, type ErrorCode, type FieldError } from '../errors';
 import { logIfUnexpected, toAppError } from '../error-mapping';
@@ -32,29 +32,52 @@ type Located = { loc?: { start: number; end: number } };
 const encloses = (outer: Located, inner: { start: number; end: number }) =>
   outer.loc !== undefined && outer.loc.start <= inner.start && inner.end <= outer.loc.end;
 
+const VALUE_KINDS: ReadonlySet<string> = new Set([
+  Kind.INT,
+  Kind.FLOAT,
+  Kind.STRING,
+  Kind.BOOLEAN,
+  Kind.NULL,
+  Kind.ENUM,
+  Kind.LIST,
+  Kind.OBJECT,
+  Kind.OBJECT_FIELD,
+]);
+
+/** The arguments of a document, parsed once per request text however many errors point into it. */
+const argumentsOf = new WeakMap<Source, readonly ArgumentNode[]>();
+
+function argumentNodes(source: Source): readonly ArgumentNode[] {
+  let found = argumentsOf.get(source);
+  if (!found) {
+    const nodes: ArgumentNode[] = [];
+    try {
+      visit(parse(source), { Argument: (node) => void nodes.push(node) });
+    } catch {
+      // Not parseable again: no argument to name.
+    }
+    argumentsOf.set(source, (found = nodes));
+  }
+  return found;
+}
+
 /**
  * For an error about a literal in the query text (`trainers(limit: 1.5)`,
- * `input: { level: "5" }`), the argument path it sits at: `limit`, `input.level`.
+ * `input: { level: "5" }`), the argument path it sits at: `limit`, `input.level`. Only errors
+ * that point at a value are looked up, and the document is read once per request: a document
+ * with a hundred errors (unused variables, say) must not be parsed a hundred times.
  */
 function literalFields(error: unknown, message: string): FieldError[] | undefined {
-  if (!(error instanceof GraphQLError) || !error.source || !error.nodes?.[0]?.loc) return undefined;
+  if (!(error instanceof GraphQLError) || !error.source || !error.nodes?.[0]?.loc || !VALUE_KINDS.has(error.nodes[0].kind))
+    return undefined;
   const target = error.nodes[0].loc;
-  let path: string[] | undefined;
   const descend = (value: ValueNode, prefix: string[]): string[] => {
     if (value.kind !== Kind.OBJECT) return prefix;
     const field = value.fields.find((f) => encloses(f, target));
     return field ? descend(field.value, [...prefix, field.name.value]) : prefix;
   };
-  try {
-    visit(parse(error.source), {
-      Argument(node) {
-        if (!path && encloses(node, target)) path = descend(node.value, [node.name.value]);
-      },
-    });
-  } catch {
-    return undefined;
-  }
-  return path ? [{ field: path.join('.'), message }] : undefined;
+  const argument = argumentNodes(error.source).find((node) => encloses(node, target));
+  return argument ? [{ field: descend(argument.value, [argument.name.value]).join('.'), message }] : undefined;
 }
 
 /** Codes only GraphQL answers with (HTTP 400 when the whole request fails), besides the catalogue's. */

@@ -28,6 +28,7 @@ export const LIMITS = {
   cost: 5000,
   tokens: 1000,
   directives: 10,
+  validationErrors: 10,
 } as const;
 
 /** Mutations that check a password or create an account: one per operation, so aliases cannot batch a brute force. */

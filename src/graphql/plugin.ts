@@ -77,6 +77,9 @@ export async function registerGraphQL(
     schema,
     validationRules: [...limitRules(), ...(config.graphqlIntrospection ? [] : [noIntrospection])],
     parseOptions: { maxTokens: LIMITS.tokens },
+    // Validation stops at the 10th error: a document of a hundred mistakes (unused variables,
+    // unknown fields) cost 15-20 ms of CPU building, wrapping and formatting each one.
+    validationOptions: { maxErrors: LIMITS.validationErrors },
     // Refused by noIntrospection instead, with a message that names this service's setting.
     introspection: true,
     includeStacktraceInErrorResponses: false,

@@ -94,6 +94,19 @@ describe.each(databases)('abuse limits on %s', (kind) => {
     expect(res.json<GraphQLBody>().errors).toBeUndefined();
   });
 
+  it.each([
+    ['200 unused variables', `query(${Array.from({ length: 200 }, (_, i) => `$v${i}: Int`).join(' ')}) { __typename }`],
+    ['300 unknown fields', `{ ${Array.from({ length: 300 }, (_, i) => `nope${i}`).join(' ')} }`],
+    ['120 unused fragments', `{ __typename } ${Array.from({ length: 120 }, (_, i) => `fragment F${i} on Query { __typename }`).join(' ')}`],
+  ])('stops validating a document of %s at its 10th error', async (_what, query) => {
+    const res = await graphql(query);
+    const body = res.json<GraphQLBody>();
+    expect(res.statusCode).toBe(400);
+    expect(body.errors).toHaveLength(11);
+    expect(body.errors?.[10]?.message).toMatch(/Too many validation errors/);
+    expect(new Set(body.errors?.map((e) => e.extensions?.code))).toEqual(new Set(['GRAPHQL_VALIDATION_FAILED']));
+  });
+
   it('refuses a REST body nested deeper than 64 levels with a 400 problem', async () => {
     const res = await t.app.inject({
       method: 'POST',
