@@ -24,6 +24,8 @@ export interface Config {
   readonly loginIpPerMinute: number;
   /** registerTrainer / POST /trainer attempts per client address per hour, successful or not. */
   readonly registerIpPerHour: number;
+  /** How long a RATE_LIMITED answer to an anonymous attempt is held back (a tarpit; 0: not at all). */
+  readonly rateLimitedDelayMs: number;
   /** Worker processes (node:cluster) sharing the port; 1 runs in this process. */
   readonly workers: number;
   /** On SIGTERM, how long /readyz says 503 before the server stops accepting (for load balancers to notice). */
@@ -129,6 +131,7 @@ const envSchema = z.object({
   LOGIN_WINDOW: duration.default(900),
   LOGIN_IP_PER_MINUTE: integer(1, 100000).default(30),
   REGISTER_IP_PER_HOUR: integer(1, 1_000_000).default(20),
+  RATE_LIMITED_DELAY_MS: integer(0, 10_000).default(1000),
   SHUTDOWN_DELAY_MS: integer(0, 8000).default(0),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SLOW_QUERY_MS: integer(0, 600_000).default(500),
@@ -234,6 +237,7 @@ export function loadConfig(env: Env = process.env): Config {
     loginWindowSeconds: e.LOGIN_WINDOW,
     loginIpPerMinute: e.LOGIN_IP_PER_MINUTE,
     registerIpPerHour: e.REGISTER_IP_PER_HOUR,
+    rateLimitedDelayMs: e.RATE_LIMITED_DELAY_MS,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
     metricsToken: e.METRICS_TOKEN,

@@ -7,6 +7,7 @@ import type { Config } from './config';
 import { CreatureService } from './creatures/creature.service';
 import { TrainerService } from './trainers/trainer.service';
 import { PasswordHasher } from './auth/password';
+import { RefusalDelay } from './auth/refusal-delay';
 import { CreatureQueries } from './creatures/creature.queries';
 import { QUERY_TIMEOUT_MS } from './db/data-source';
 import { Sql } from './db/sql';
@@ -25,7 +26,8 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
   const sql = new Sql(dataSource, { timeoutMs: QUERY_TIMEOUT_MS, slowMs: config.slowQueryMs });
   const trainerQueries = new TrainerQueries(sql);
   const creatureQueries = new CreatureQueries(sql);
-  const hasher = new PasswordHasher();
+  const delay = new RefusalDelay(config.rateLimitedDelayMs);
+  const hasher = new PasswordHasher(undefined, delay);
   const creatures = new CreatureService(creatureQueries, trainerQueries);
   const throttle = new LoginThrottle({
     maxFailures: config.loginMaxFailures,
@@ -33,6 +35,7 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     ipPerMinute: config.loginIpPerMinute,
     registrationsPerHour: config.registerIpPerHour,
     redis,
+    delay,
   });
   const trainers = new TrainerService(trainerQueries, creatureQueries, hasher, throttle);
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher);

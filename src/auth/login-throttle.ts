@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { normalizeEmail } from '../common/text';
 import { AppError } from '../errors';
+import { RefusalDelay } from './refusal-delay';
 
 export interface LoginThrottleOptions {
   /** Failed logins per email before RATE_LIMITED, within `windowSeconds`. */
@@ -14,6 +15,8 @@ export interface LoginThrottleOptions {
   readonly registrationsPerHour: number;
   /** Shared counters for several instances; in memory (this process only) without it. */
   readonly redis?: Redis;
+  /** What holds a refusal back before it is sent (RATE_LIMITED_DELAY_MS). */
+  readonly delay?: RefusalDelay;
 }
 
 const rateLimited = (msBeforeNext: number, what: string): AppError =>
@@ -30,8 +33,10 @@ export class LoginThrottle {
   private readonly perIp: RateLimiterAbstract;
   private readonly failures: RateLimiterAbstract;
   private readonly registrations: RateLimiterAbstract;
+  private readonly delay: RefusalDelay;
 
   constructor(options: LoginThrottleOptions) {
+    this.delay = options.delay ?? new RefusalDelay(0);
     const ip = { keyPrefix: 'login:ip', points: options.ipPerMinute, duration: 60 };
     const failures = { keyPrefix: 'login:fail', points: options.maxFailures, duration: options.windowSeconds };
     const registrations = { keyPrefix: 'register:ip', points: options.registrationsPerHour, duration: 3600 };
@@ -59,27 +64,23 @@ export class LoginThrottle {
    * all slip through before any of them is counted; a success then clears the count.
    */
   async attempt(email: string, ip: string): Promise<void> {
-    try {
-      await this.perIp.consume(ip);
-    } catch (error) {
-      if (error instanceof RateLimiterRes) throw rateLimited(error.msBeforeNext, 'login attempts from this address');
-      throw error;
-    }
-    try {
-      await this.failures.consume(this.key(email));
-    } catch (error) {
-      if (error instanceof RateLimiterRes) throw rateLimited(error.msBeforeNext, 'failed logins for this account');
-      throw error;
-    }
+    await this.consume(this.perIp, ip, 'login attempts from this address');
+    await this.consume(this.failures, this.key(email), 'failed logins for this account');
   }
 
   /** Counts a registration attempt from `ip`, before anything is read or hashed; RATE_LIMITED over the hourly limit. */
   async registering(ip: string): Promise<void> {
+    await this.consume(this.registrations, ip, 'registrations from this address');
+  }
+
+  /** One point of `limiter` for `key`, or RATE_LIMITED once the refusal has been held back. */
+  private async consume(limiter: RateLimiterAbstract, key: string, what: string): Promise<void> {
     try {
-      await this.registrations.consume(ip);
+      await limiter.consume(key);
     } catch (error) {
-      if (error instanceof RateLimiterRes) throw rateLimited(error.msBeforeNext, 'registrations from this address');
-      throw error;
+      if (!(error instanceof RateLimiterRes)) throw error;
+      await this.delay.hold();
+      throw rateLimited(error.msBeforeNext, what);
     }
   }
 

@@ -1,6 +1,7 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { AppError } from '../errors';
+import { RefusalDelay } from './refusal-delay';
 
 /*
  * scrypt from Node's crypto: it runs in libuv's thread pool, so hashing never blocks the
@@ -49,7 +50,10 @@ export class PasswordHasher {
   private readonly waiting: Record<Lane, (() => void)[]> = { login: [], registration: [] };
   private decoy: Promise<string> | undefined;
 
-  constructor(private readonly slots = defaultHashSlots()) {}
+  constructor(
+    private readonly slots = defaultHashSlots(),
+    private readonly delay = new RefusalDelay(0),
+  ) {}
 
   /** `scrypt$N$r$p$salt$hash`, salt and hash in base64url: a new account's password (the registration queue). */
   hash(password: string): Promise<string> {
@@ -91,7 +95,9 @@ export class PasswordHasher {
 
   private inSlot<T>(lane: Lane, task: () => Promise<T>): Promise<T> {
     if (this.running >= this.slots && this.waiting[lane].length >= WAITING_PER_SLOT[lane] * this.slots) {
-      return Promise.reject(new AppError('RATE_LIMITED', 'The service is busy checking passwords; try again in a moment', undefined, 1));
+      return this.delay.hold().then(() => {
+        throw new AppError('RATE_LIMITED', 'The service is busy checking passwords; try again in a moment', undefined, 1);
+      });
     }
     return new Promise<T>((resolve, reject) => {
       const start = () => {

@@ -32,7 +32,9 @@ type Located = { loc?: { start: number; end: number } };
 const encloses = (outer: Located, inner: { start: number; end: number }) =>
   outer.loc !== undefined && outer.loc.start <= inner.start && inner.end <= outer.loc.end;
 
+/** What an error about a literal or an argument points at. */
 const VALUE_KINDS: ReadonlySet<string> = new Set([
+  Kind.ARGUMENT,
   Kind.INT,
   Kind.FLOAT,
   Kind.STRING,
@@ -64,7 +66,7 @@ function argumentNodes(source: Source): readonly ArgumentNode[] {
 /**
  * For an error about a literal in the query text (`trainers(limit: 1.5)`,
  * `input: { level: "5" }`), the argument path it sits at: `limit`, `input.level`. Only errors
- * that point at a value are looked up, and the document is read once per request: a document
+ * that point at an argument or a value are looked up, and the document is read once per request: a document
  * with a hundred errors (unused variables, say) must not be parsed a hundred times.
  */
 function literalFields(error: unknown, message: string): FieldError[] | undefined {

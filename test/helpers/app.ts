@@ -52,6 +52,8 @@ export function testConfig(databaseUrl: string, env: Record<string, string> = {}
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     // Suites register many trainers from one address; the registration limit has its own test.
     REGISTER_IP_PER_HOUR: '1000000',
+    // Refusals answered at once; the tarpit has its own test.
+    RATE_LIMITED_DELAY_MS: '0',
     ...env,
   });
 }

@@ -195,3 +195,38 @@ describe.each(databases)('registrations on %s', (kind) => {
     expect((await viaRest(input(), '10.0.1.2')).statusCode).toBe(201);
   });
 });
+
+describe.each(databases)('refusals held back on %s', (kind) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(kind, { REGISTER_IP_PER_HOUR: '1', RATE_LIMITED_DELAY_MS: '400' });
+  });
+  afterAll(async () => t.close());
+
+  const register = (ip: string, n: number) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/trainer',
+      remoteAddress: ip,
+      payload: {
+        nickname: `held_${n}`,
+        firstName: 'H',
+        lastName: 'B',
+        email: `held_${n}@example.test`,
+        password: 'password-1',
+        team: 'VALOR',
+      },
+    });
+
+  it('answers RATE_LIMITED only after RATE_LIMITED_DELAY_MS, so a client flooding in a loop gets few answers', async () => {
+    expect((await register('10.0.2.1', 1)).statusCode).toBe(201);
+    const sent = Date.now();
+    const refused = await Promise.all([2, 3, 4].map((n) => register('10.0.2.1', n)));
+    const took = Date.now() - sent;
+    expect(refused.map((res) => [res.statusCode, res.json<Problem>().code])).toEqual(Array(3).fill([429, 'RATE_LIMITED']));
+    expect(took).toBeGreaterThanOrEqual(400);
+    expect(await t.app.dataSource.query('SELECT nickname FROM trainer WHERE nickname LIKE ?', ['held_%'])).toEqual([
+      { nickname: 'held_1' },
+    ]);
+  });
+});
