@@ -11,6 +11,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createConnection } from 'mysql2/promise';
+import { renderAbuse, runAbuse } from './abuse';
 import { renderChart, renderMarkdown, renderTable, type CaseResult, type Report } from './report';
 import { BENCH_PASSWORD, seed } from './seed';
 
@@ -33,6 +34,8 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     // Only the cases whose names contain this text (and the baseline), without the storm and soak: for iterating.
     only: { type: 'string' },
+    // Only the abuse section (bench/abuse.ts): what anonymous attackers cost.
+    abuse: { type: 'boolean', default: false },
   },
 });
 
@@ -195,6 +198,8 @@ async function startServers(url: string): Promise<Servers> {
     LOG_LEVEL: 'warn',
     // The login storm case measures hashing load, not the brute-force limit.
     LOGIN_IP_PER_MINUTE: '100000',
+    // The abuse section poses as many clients through X-Forwarded-For; no other case sends it.
+    TRUST_PROXY: 'true',
     LOGIN_MAX_FAILURES: '1000',
     WORKERS: options.workers,
   };
@@ -395,10 +400,42 @@ function writeReport(report: Report): void {
   log(`wrote ${join(options.out, `${stamp}.{json,md,svg}`)}`);
 }
 
+/** `--abuse`: the abuse section alone, printed and written as bench/results/<timestamp>-abuse.{md,json}. */
+async function abuseSection(servers: Servers): Promise<void> {
+  const { token } = await fetch(`${servers.serviceBase}/trainer/authenticate`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'bench1@bench.test', password: BENCH_PASSWORD }),
+  }).then((r) => r.json() as Promise<{ token: string }>);
+  const rows = await runAbuse({
+    base: servers.serviceBase,
+    pid: servers.service.pid!,
+    duration: options.duration,
+    token,
+    trainers: options.trainers,
+    log,
+  });
+  const when = new Date().toISOString();
+  const stamp = `${when.replace(/[:.]/g, '-')}-abuse`;
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  const table = renderAbuse(rows);
+  writeFileSync(
+    join(options.out, `${stamp}.json`),
+    `${JSON.stringify({ when, machine, mode: quick ? 'quick (SQLite)' : 'full (MySQL)', options: { ...options, out: undefined }, rows }, null, 2)}\n`,
+  );
+  writeFileSync(join(options.out, `${stamp}.md`), `# Abuse section, ${when}\n\n${machine}\n\n${table}\n`);
+  process.stdout.write(`${table}\n`);
+  log(`wrote ${join(options.out, `${stamp}.{json,md}`)}`);
+}
+
 async function main(): Promise<void> {
   const { url, seedSeconds } = await prepareDatabase();
   const servers = await startServers(url);
   try {
+    if (args.abuse) {
+      await abuseSection(servers);
+      return;
+    }
     const cases = await benchCases(servers.serviceBase);
     const trainerCase = cases.find((c) => c.name === TRAINER_CASE)!;
     const results = await runRounds(cases, servers);

@@ -223,11 +223,14 @@ function repeatedSelections(query: string): string | null {
 }
 
 const MAX_VERDICTS = 1000;
+/** Only verdicts on documents up to this many characters are remembered: 1,000 of them stay within 4 MB. */
+const MAX_REMEMBERED_QUERY = 4096;
 
 /**
  * A preHandler for /graphql: the documents refused by repeatedSelections answer 400
  * GRAPHQL_VALIDATION_FAILED before Apollo parses or validates them. Verdicts are remembered per
- * query text (a client sends the same few documents again and again).
+ * query text (a client sends the same few documents again and again), for short texts only: keyed
+ * by 100 KB texts, the cache held 100 MB.
  */
 export function repeatedSelectionsGuard(): preHandlerAsyncHookHandler {
   const verdicts = new Map<string, string | null>();
@@ -238,8 +241,10 @@ export function repeatedSelectionsGuard(): preHandlerAsyncHookHandler {
     let verdict = verdicts.get(source);
     if (verdict === undefined) {
       verdict = repeatedSelections(source);
-      if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
-      verdicts.set(source, verdict);
+      if (source.length <= MAX_REMEMBERED_QUERY) {
+        if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
+        verdicts.set(source, verdict);
+      }
     }
     if (verdict) {
       return reply

@@ -1,4 +1,6 @@
 import { connect } from 'node:net';
+import { parse } from 'graphql';
+import { documentStore } from '../../src/graphql/plugin';
 import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
 import { createTrainer, type TrainerFixture } from '../helpers/factories';
 import type { GraphQLBody, Problem } from '../helpers/graphql';
@@ -29,7 +31,7 @@ describe.each(databases)('abuse limits on %s', (kind) => {
   let me: TrainerFixture;
   let origin: string;
   beforeAll(async () => {
-    t = await startTestApp(kind, {}, { requestTimeoutMs: 1500 });
+    t = await startTestApp(kind, {}, { requestTimeoutMs: 1500, idleTimeoutMs: 2000 });
     origin = await listen(t);
     me = await createTrainer(t.app);
   });
@@ -107,6 +109,19 @@ describe.each(databases)('abuse limits on %s', (kind) => {
     expect(new Set(body.errors?.map((e) => e.extensions?.code))).toEqual(new Set(['GRAPHQL_VALIDATION_FAILED']));
   });
 
+  it('echoes at most 1,000 characters of what the client sent in an error message', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'application/json' },
+      payload: { query: '{ __typename }', operationName: ' '.repeat(95_000) },
+    });
+    const message = res.json<GraphQLBody>().errors?.[0]?.message ?? '';
+    expect(res.statusCode).toBe(400);
+    expect(message).toMatch(/^Unknown operation named/);
+    expect(message.length).toBeLessThanOrEqual(1001);
+  });
+
   it('refuses a REST body nested deeper than 64 levels with a 400 problem', async () => {
     const res = await t.app.inject({
       method: 'POST',
@@ -118,12 +133,35 @@ describe.each(databases)('abuse limits on %s', (kind) => {
     expect(res.json<Problem>().detail).toMatch(/deeper than 64/);
   });
 
+  it('refuses a chunked body sent in more than 1,024 chunks with 400 and closes the connection; a few large chunks are fine', async () => {
+    const chunked = (pieces: string[]) =>
+      rawExchange(origin, (send) => {
+        send(
+          'POST /trainer/authenticate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n',
+        );
+        send(`${pieces.map((piece) => `${Buffer.byteLength(piece).toString(16)}\r\n${piece}\r\n`).join('')}0\r\n\r\n`);
+      });
+    const body = JSON.stringify({ email: 'nobody@example.test', password: `x${' '.repeat(3000)}` });
+    const tiny = await chunked([...body]);
+    expect(tiny).toMatch(/^HTTP\/1\.1 400 /);
+    expect(tiny).toContain('more than 1024 chunks');
+    const few = await chunked([body.slice(0, 1000), body.slice(1000, 2000), body.slice(2000)]);
+    expect(few).toMatch(/^HTTP\/1\.1 401 /);
+  });
+
   it('answers a body that trickles in too slowly with 408 and closes the connection', async () => {
     const answer = await rawExchange(origin, (send) => {
       send('POST /trainer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
     });
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
     expect(answer).toContain('"code":"REQUEST_TIMEOUT"');
+  });
+
+  it('answers a connection that never sends a byte with 408 and closes it, as a request that never arrives', async () => {
+    const started = Date.now();
+    const answer = await rawExchange(origin, () => undefined);
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
   });
 
   it('answers headers that never end with 408 and closes the connection', async () => {
@@ -228,5 +266,17 @@ describe.each(databases)('refusals held back on %s', (kind) => {
     expect(await t.app.dataSource.query('SELECT nickname FROM trainer WHERE nickname LIKE ?', ['held_%'])).toEqual([
       { nickname: 'held_1' },
     ]);
+  });
+});
+
+describe('the parsed-document cache', () => {
+  it('counts the query text each document keeps, so 90 KB comments cannot fill the heap', async () => {
+    const store = documentStore();
+    const keys = Array.from({ length: 400 }, (_, i) => `doc${i}`);
+    for (const key of keys) await store.set(key, parse(`#${key}${'x'.repeat(90_000)}\n{ __typename }`));
+    const kept = (await Promise.all(keys.map((key) => store.get(key)))).filter(Boolean).length;
+    // 32 MiB holds about 180 of them (each counted as twice its 90 KB text); Apollo's own sizing kept all 400.
+    expect(kept).toBeGreaterThan(100);
+    expect(kept).toBeLessThan(200);
   });
 });
