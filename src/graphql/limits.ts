@@ -29,6 +29,8 @@ export const LIMITS = {
   tokens: 1000,
   directives: 10,
   validationErrors: 10,
+  /** Characters of query text: 1,000 tokens fit in far less; the rest could only be comments and spaces. */
+  queryLength: 32 * 1024,
 } as const;
 
 /** Mutations that check a password or create an account: one per operation, so aliases cannot batch a brute force. */
@@ -238,6 +240,15 @@ export function repeatedSelectionsGuard(): preHandlerAsyncHookHandler {
     const source =
       request.method === 'GET' ? (request.query as Record<string, unknown>).query : (request.body as Record<string, unknown> | null)?.query;
     if (typeof source !== 'string') return;
+    if (source.length > LIMITS.queryLength) {
+      // Every later step (the parses, the document cache's hash) would read it whole, again and again.
+      return reply
+        .code(400)
+        .type('application/json; charset=utf-8')
+        .send({
+          errors: [{ message: `The query is longer than ${LIMITS.queryLength} characters`, extensions: { code: 'BAD_USER_INPUT' } }],
+        });
+    }
     let verdict = verdicts.get(source);
     if (verdict === undefined) {
       verdict = repeatedSelections(source);

@@ -109,6 +109,13 @@ describe.each(databases)('abuse limits on %s', (kind) => {
     expect(new Set(body.errors?.map((e) => e.extensions?.code))).toEqual(new Set(['GRAPHQL_VALIDATION_FAILED']));
   });
 
+  it('refuses query text longer than 32,768 characters (comments included) with BAD_USER_INPUT, before parsing it', async () => {
+    const long = await graphql(`#${'x'.repeat(32_768)}\n{ __typename }`);
+    expect([long.statusCode, long.json<GraphQLBody>().errors?.[0]?.extensions?.code]).toEqual([400, 'BAD_USER_INPUT']);
+    const fits = await graphql(`#${'x'.repeat(32_000)}\n{ __typename }`);
+    expect(fits.json<GraphQLBody>().data).toEqual({ __typename: 'Query' });
+  });
+
   it('echoes at most 1,000 characters of what the client sent in an error message', async () => {
     const res = await t.app.inject({
       method: 'POST',
