@@ -12,6 +12,37 @@ interface Row {
   readonly name_key: string;
 }
 
+const TRAINERS_PER_BATCH = 2000;
+
+/** Gives `rows` (every creature of some trainers) their new keys, keeping both where two became one name. */
+async function rekey(queryRunner: QueryRunner, rows: readonly Row[]): Promise<void> {
+  const groups = new Map<string, Row[]>();
+  for (const row of rows) {
+    const group = `${row.trainer_id}\u0000${nameKey(row.name)}`;
+    groups.set(group, [...(groups.get(group) ?? []), row]);
+  }
+  const changes: { id: number; key: string }[] = [];
+  for (const group of groups.values()) {
+    const key = nameKey(group[0].name);
+    const keeper = group.find((row) => row.name_key === key) ?? group[0];
+    for (const row of group) {
+      const wanted = row === keeper ? key : collidedKey(key, row.id);
+      if (row.name_key !== wanted) changes.push({ id: row.id, key: wanted });
+    }
+    if (group.length > 1) {
+      const others = group.filter((row) => row !== keeper).map((row) => `${row.id} "${row.name}"`);
+      queryRunner.connection.logger.log(
+        'warn',
+        `creature names: trainer ${keeper.trainer_id} has creatures that are now the same name; ` +
+          `${keeper.id} "${keeper.name}" keeps it, kept under keys of their own: ${others.join(', ')}`,
+      );
+    }
+  }
+  // Two passes, so that no key is ever held twice on the way (a unique index checks every row).
+  for (const { id } of changes) await queryRunner.query('UPDATE creature SET name_key = ? WHERE id = ?', [`\u0000${id}`, id]);
+  for (const { id, key } of changes) await queryRunner.query('UPDATE creature SET name_key = ? WHERE id = ?', [key, id]);
+}
+
 /** What a creature that lost its key to an older one is keyed by: never the key of a valid name (no control characters). */
 export const collidedKey = (key: string, id: number): string => `${key}\u0000${id}`;
 
@@ -50,32 +81,15 @@ export class NameRules1795500000000 implements MigrationInterface {
         await queryRunner.query(`ALTER TABLE \`${table}\` MODIFY \`${name}\` varchar(${length}) NOT NULL`);
       }
     }
-    const rows = (await queryRunner.query('SELECT id, trainer_id, name, name_key FROM creature ORDER BY id')) as Row[];
-    const groups = new Map<string, Row[]>();
-    for (const row of rows) {
-      const group = `${row.trainer_id}\u0000${nameKey(row.name)}`;
-      groups.set(group, [...(groups.get(group) ?? []), row]);
+    // Whole trainers at a time (uniqueness is per trainer), so that memory stays bounded at any size.
+    const [{ last }] = (await queryRunner.query('SELECT MAX(trainer_id) AS last FROM creature')) as { last: number | string | null }[];
+    for (let from = 0; from < Number(last ?? 0); from += TRAINERS_PER_BATCH) {
+      const rows = (await queryRunner.query(
+        'SELECT id, trainer_id, name, name_key FROM creature WHERE trainer_id > ? AND trainer_id <= ? ORDER BY id',
+        [from, from + TRAINERS_PER_BATCH],
+      )) as Row[];
+      await rekey(queryRunner, rows);
     }
-    const changes: { id: number; key: string }[] = [];
-    for (const group of groups.values()) {
-      const key = nameKey(group[0].name);
-      const keeper = group.find((row) => row.name_key === key) ?? group[0];
-      for (const row of group) {
-        const wanted = row === keeper ? key : collidedKey(key, row.id);
-        if (row.name_key !== wanted) changes.push({ id: row.id, key: wanted });
-      }
-      if (group.length > 1) {
-        const others = group.filter((row) => row !== keeper).map((row) => `${row.id} "${row.name}"`);
-        queryRunner.connection.logger.log(
-          'warn',
-          `creature names: trainer ${keeper.trainer_id} has creatures that are now the same name; ` +
-            `${keeper.id} "${keeper.name}" keeps it, kept under keys of their own: ${others.join(', ')}`,
-        );
-      }
-    }
-    // Two passes, so that no key is ever held twice on the way (a unique index checks every row).
-    for (const { id } of changes) await queryRunner.query('UPDATE creature SET name_key = ? WHERE id = ?', [`\u0000${id}`, id]);
-    for (const { id, key } of changes) await queryRunner.query('UPDATE creature SET name_key = ? WHERE id = ?', [key, id]);
   }
 
   async down(): Promise<void> {
