@@ -12,6 +12,7 @@ import { CreatureQueries } from './creatures/creature.queries';
 import { QUERY_TIMEOUT_MS } from './db/data-source';
 import { Sql } from './db/sql';
 import { TrainerQueries } from './trainers/trainer.queries';
+import { CursorCodec } from './common/cursor';
 
 /** The service layer both transports call. Built once per app; no module-level state. */
 export interface Services {
@@ -37,7 +38,7 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     redis,
     delay,
   });
-  const trainers = new TrainerService(trainerQueries, creatureQueries, hasher, throttle);
+  const trainers = new TrainerService(trainerQueries, creatureQueries, hasher, throttle, new CursorCodec(config.jwtSecret, 'trainers'));
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher);
   return { trainers, creatures, auth, hasher };
 }

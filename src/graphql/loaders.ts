@@ -1,9 +1,9 @@
 import DataLoader from 'dataloader';
 import type { RequestAuth } from '../auth/request-auth';
-import type { Page } from '../common/args';
 import type { Creature } from '../creatures/creature.entity';
 import type { Services } from '../services';
 import type { Trainer } from '../trainers/trainer.entity';
+import type { TrainerPageOptions, TrainerPageResult } from '../trainers/trainer.service';
 
 /**
  * Per-request reads for GraphQL: every relation field of one level becomes one SQL statement,
@@ -43,10 +43,17 @@ export class Loaders {
   }
 
   /** A page of trainers, with their counts in the same statement when the query asks for them. */
-  async trainerPage(limit: number, offset: number, { withCounts }: { withCounts: boolean }): Promise<Page<Trainer>> {
-    const page = await this.services.trainers.page(limit, offset, { withCounts });
+  async trainerPage(limit: number, offset: number, options: TrainerPageOptions): Promise<TrainerPageResult> {
+    const page = await this.services.trainers.page(limit, offset, options);
     for (const trainer of page.items) this.trainers.prime(trainer.id, trainer);
     return page;
+  }
+
+  /** A trainer by nickname, read alongside the caller check like trainerById. */
+  async trainerByNickname(nickname: string, { withCount }: { withCount: boolean }): Promise<Trainer | null> {
+    const trainer = await this.auth.alongside(() => this.services.trainers.findByNickname(nickname, { withCount }));
+    if (trainer) this.trainers.prime(trainer.id, trainer);
+    return trainer;
   }
 
   /** Read with the trainer when its statement counted them; otherwise one statement for the whole level. */

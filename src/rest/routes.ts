@@ -1,3 +1,4 @@
+import type { Team } from '../trainers/team';
 import type {} from '@fastify/swagger';
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { validateOrThrow } from '../common/validation';
@@ -15,6 +16,7 @@ import {
   errorResponses,
   pageQuery,
   registerBody,
+  trainerListQuery,
   trainerPageSchema,
   trainerParams,
 } from './schemas';
@@ -24,6 +26,7 @@ import { attachRequestAuth } from '../auth/request-auth';
 import { createRestValidatorCompiler } from './validation';
 
 type Page = { limit: number; offset: number };
+type TrainerListQuery = Page & { after?: string; nickname?: string; nicknameContains?: string; team?: Team };
 type TrainerPath = { trainerId: number };
 type CreaturePath = { trainerId: number; creatureId: number };
 
@@ -119,7 +122,7 @@ export async function restRoutes(
     },
   );
 
-  app.get<{ Querystring: Page }>(
+  app.get<{ Querystring: TrainerListQuery }>(
     '/trainer',
     {
       onRequest: authenticate,
@@ -127,12 +130,26 @@ export async function restRoutes(
         tags: ['trainers'],
         summary: 'A page of trainers (trainers)',
         security: secured,
-        querystring: pageQuery,
-        response: { 200: json(trainerPageSchema, 'A page of trainers'), ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED') },
+        querystring: trainerListQuery,
+        response: {
+          200: {
+            description: 'A page of trainers; when another follows, a Link header names it (rel="next")',
+            headers: { Link: { type: 'string', description: '</trainer?...&after=...>; rel="next"' } },
+            content: { 'application/json': { schema: trainerPageSchema } },
+          },
+          ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED'),
+        },
       },
     },
-    async (request) => {
-      const page = await services.trainers.profilePage(request.query.limit, request.query.offset, viewerOf(request).id);
+    async (request, reply) => {
+      const { limit, offset, after, nickname, nicknameContains, team } = request.query;
+      const filter = { nickname, nicknameContains, team };
+      const page = await services.trainers.profilePage(limit, offset, viewerOf(request).id, { after, filter });
+      if (page.nextCursor !== null) {
+        const next = new URLSearchParams({ limit: String(limit), after: page.nextCursor });
+        for (const [key, value] of Object.entries(filter)) if (value !== undefined) next.set(key, value);
+        reply.header('link', `</trainer?${next.toString()}>; rel="next"`);
+      }
       return { ...page, items: page.items.map(presentTrainer) };
     },
   );

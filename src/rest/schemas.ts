@@ -3,6 +3,7 @@ import { EMAIL_PATTERN, MAX_EMAIL, MAX_PASSWORD, MIN_PASSWORD, namePattern, NICK
 import { EMAIL_RULE, MAX_ID, nameRule, NICKNAME_RULE, PASSWORD_RULE } from '../common/validation';
 import { MAX_CREATURE_NAME } from '../creatures/creature.entity';
 import { MAX_TRAINER_NAME } from '../trainers/trainer.entity';
+import { NICKNAME_PART_PATTERN, NICKNAME_PART_RULE } from '../trainers/trainer-filter';
 import { MAX_LEVEL, MAX_SPECIES_ID } from '../creatures/creature.inputs';
 import { ERROR_STATUS, type ErrorCode } from '../errors';
 import { Team } from '../trainers/team';
@@ -95,7 +96,19 @@ const pageOf = (ref: string, description: string) =>
     additionalProperties: false,
   }) as const;
 
-export const trainerPageSchema = pageOf('Trainer', 'One page of trainers, ordered by id ascending.');
+const basePage = pageOf('Trainer', 'One page of trainers, ordered by id ascending.');
+export const trainerPageSchema = {
+  ...basePage,
+  required: [...basePage.required, 'nextCursor'],
+  properties: {
+    ...basePage.properties,
+    totalCount: { type: 'integer', minimum: 0, description: 'How many trainers match the filter (all trainers without one)' },
+    nextCursor: {
+      type: ['string', 'null'],
+      description: 'Pass as `after` for the page that follows (also in the Link header, rel="next"); null when no trainer follows',
+    },
+  },
+} as const;
 export const creaturePageSchema = pageOf('Creature', "One page of a trainer's creatures, oldest first.");
 
 export const pageQuery = {
@@ -104,6 +117,24 @@ export const pageQuery = {
     limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
     offset: { type: 'integer', minimum: 0, maximum: MAX_ID, default: 0 },
   },
+} as const;
+
+export const trainerListQuery = {
+  type: 'object',
+  properties: {
+    ...pageQuery.properties,
+    after: { type: 'string', minLength: 1, maxLength: 200, description: 'A nextCursor from an earlier page; offset must then be 0' },
+    nickname: { type: 'string', maxLength: 32, description: 'Exactly this nickname, compared case-insensitively' },
+    nicknameContains: {
+      type: 'string',
+      pattern: NICKNAME_PART_PATTERN,
+      minLength: 2,
+      maxLength: 32,
+      description: `Nicknames containing this text, case-insensitively: ${NICKNAME_PART_RULE}`,
+    },
+    team,
+  },
+  additionalProperties: false,
 } as const;
 
 export const trainerParams = {

@@ -1,5 +1,6 @@
 import { Field, Int, ObjectType } from 'type-graphql';
 import { Trainer } from './trainer.entity';
+import type { TrainerConditions } from './trainer-filter';
 
 /** `totalCount` is a field of TrainerPageResolver, so it is counted only when asked for. */
 // simpleResolvers: items, limit and offset only read a property; totalCount is a field resolver
@@ -14,4 +15,13 @@ export class TrainerPage {
 
   @Field(() => Int)
   offset!: number;
+
+  @Field(() => String, {
+    nullable: true,
+    description: 'Pass as `after` to get the page that follows this one; null when no trainer follows.',
+  })
+  nextCursor!: string | null;
+
+  /** What the page was read with, for totalCount (not a GraphQL field). */
+  filter!: TrainerConditions;
 }

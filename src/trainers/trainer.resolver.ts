@@ -20,6 +20,7 @@ import type { GraphQLContext } from '../graphql/context';
 import { selectsField } from '../graphql/selection';
 import { Viewer } from '../graphql/viewer.decorator';
 import { TrainerPage } from './trainer-page.type';
+import { NicknameArgs, TrainersArgs } from './trainer-filter';
 import { Trainer } from './trainer.entity';
 import { RegisterTrainerArgs } from './trainer.inputs';
 import { visibleEmail } from './trainer.service';
@@ -46,8 +47,26 @@ export class TrainerResolver {
 
   @Authorized()
   @Query(() => TrainerPage, { description: 'A page of trainers. limit 1..100, offset >= 0.' })
-  trainers(@Args() { limit, offset }: PageArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo): Promise<TrainerPage> {
-    return ctx.loaders.trainerPage(limit, offset, { withCounts: selectsField(info, 'items', 'creaturesOwned') });
+  trainers(
+    @Args() { limit, offset, after, filter }: TrainersArgs,
+    @Ctx() ctx: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
+  ): Promise<TrainerPage> {
+    return ctx.loaders.trainerPage(limit, offset, {
+      withCounts: selectsField(info, 'items', 'creaturesOwned'),
+      after,
+      filter: { ...filter },
+    });
+  }
+
+  // Like trainer(id): the caller is checked in the read's own statement (RequestAuth.alongside).
+  @Query(() => Trainer, { nullable: true, description: 'A trainer by its nickname (case-insensitive), or null.' })
+  trainerByNickname(
+    @Args() { nickname }: NicknameArgs,
+    @Ctx() ctx: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
+  ): Promise<Trainer | null> {
+    return ctx.loaders.trainerByNickname(nickname, { withCount: selectsField(info, 'creaturesOwned') });
   }
 
   @Mutation(() => Trainer, { description: 'Create a trainer account. Needs no token.' })
@@ -82,8 +101,8 @@ export class TrainerResolver {
 
 @Resolver(() => TrainerPage)
 export class TrainerPageResolver {
-  @FieldResolver(() => Int, { description: 'Number of trainers in the registry (all pages).' })
-  totalCount(@Ctx() ctx: GraphQLContext): Promise<number> {
-    return ctx.services.trainers.count();
+  @FieldResolver(() => Int, { description: 'Number of trainers matching the filter (every trainer without one), over all pages.' })
+  totalCount(@Root() page: TrainerPage, @Ctx() ctx: GraphQLContext): Promise<number> {
+    return ctx.services.trainers.count(page.filter);
   }
 }

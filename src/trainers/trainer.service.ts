@@ -3,6 +3,8 @@ import type { LoginThrottle } from '../auth/login-throttle';
 import type { PasswordHasher } from '../auth/password';
 import { normalizeEmail, normalizeText } from '../common/text';
 import type { Page } from '../common/args';
+import type { CursorCodec } from '../common/cursor';
+import type { TrainerConditions } from './trainer-filter';
 import type { CreatureQueries } from '../creatures/creature.queries';
 import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
@@ -63,6 +65,7 @@ export class TrainerService {
     private readonly creatureQueries: CreatureQueries,
     private readonly hasher: PasswordHasher,
     private readonly throttle: LoginThrottle,
+    private readonly cursors: CursorCodec,
   ) {}
 
   /**
@@ -139,13 +142,35 @@ export class TrainerService {
     return this.queries.credentials(normalizeEmail(email));
   }
 
-  /** A page by id, with each trainer's `creaturesOwned` from the same statement when `withCounts` (see TrainerQueries.page). */
-  async page(limit: number, offset: number, { withCounts = false } = {}): Promise<Page<Trainer>> {
-    return { items: await this.queries.page(limit, offset, withCounts), limit, offset };
+  /**
+   * A page by id of the trainers matching `filter`, with each trainer's `creaturesOwned` from the
+   * same statement when `withCounts` (see TrainerQueries.page). `after` (a nextCursor) starts the
+   * page after that trainer; then `offset` must be 0. `nextCursor` is null exactly when no
+   * matching trainer follows the page.
+   */
+  async page(
+    limit: number,
+    offset: number,
+    { withCounts = false, after, filter = {} }: TrainerPageOptions = {},
+  ): Promise<TrainerPageResult> {
+    if (after !== undefined && offset !== 0) {
+      throw new AppError('BAD_USER_INPUT', 'With after, offset must be 0', [{ field: 'offset', message: 'must be 0 when after is given' }]);
+    }
+    const afterId = after === undefined ? undefined : this.cursors.decode(after);
+    const rows = await this.queries.page(limit, offset, withCounts, { afterId, conditions: filter });
+    const items = rows.slice(0, limit);
+    const nextCursor = rows.length > limit ? this.cursors.encode(items[items.length - 1].id) : null;
+    return { items, limit, offset, nextCursor, filter };
   }
 
-  count(): Promise<number> {
-    return this.queries.count();
+  /** How many trainers match `filter` (all of them without one). */
+  count(filter: TrainerConditions = {}): Promise<number> {
+    return this.queries.count(filter);
+  }
+
+  /** A trainer by nickname, case-insensitively, or null. */
+  findByNickname(nickname: string, { withCount = false } = {}): Promise<Trainer | null> {
+    return this.queries.byNickname(nickname, withCount);
   }
 
   exists(id: number): Promise<boolean> {
@@ -167,14 +192,32 @@ export class TrainerService {
     return { trainer: found, creaturesOwned: found.creaturesOwned ?? 0, email: visibleEmail(found, viewerId) };
   }
 
-  /** A page of trainers with their counts as `viewerId` sees them, and the total: two statements whatever the page size. */
-  async profilePage(limit: number, offset: number, viewerId: number): Promise<Page<TrainerProfile> & { totalCount: number }> {
-    const [trainers, totalCount] = await Promise.all([this.queries.page(limit, offset, true), this.count()]);
-    const items = trainers.map((trainer) => ({
+  /** A page of trainers with their counts as `viewerId` sees them, and the total of those matching: two statements whatever the page size. */
+  async profilePage(
+    limit: number,
+    offset: number,
+    viewerId: number,
+    options: Omit<TrainerPageOptions, 'withCounts'> = {},
+  ): Promise<Page<TrainerProfile> & { totalCount: number; nextCursor: string | null }> {
+    const [page, totalCount] = await Promise.all([this.page(limit, offset, { ...options, withCounts: true }), this.count(options.filter)]);
+    const items = page.items.map((trainer) => ({
       trainer,
       creaturesOwned: trainer.creaturesOwned ?? 0,
       email: visibleEmail(trainer, viewerId),
     }));
-    return { items, totalCount, limit, offset };
+    return { items, totalCount, limit, offset, nextCursor: page.nextCursor };
   }
+}
+
+export interface TrainerPageOptions {
+  readonly withCounts?: boolean;
+  /** A nextCursor from an earlier page. */
+  readonly after?: string;
+  readonly filter?: TrainerConditions;
+}
+
+export interface TrainerPageResult extends Page<Trainer> {
+  readonly nextCursor: string | null;
+  /** The filter the page was read with, for its totalCount. */
+  readonly filter: TrainerConditions;
 }

@@ -37,6 +37,10 @@ export interface PageView<T> {
   totalCount: number;
   limit: number;
   offset: number;
+  /** Trainer pages: the cursor of the page that follows, or null. */
+  nextCursor?: string | null;
+  /** REST trainer pages: the Link header, when there is one. */
+  link?: string;
 }
 export interface AuthView {
   token: string;
@@ -50,6 +54,9 @@ const asParam = (value: unknown): string => (typeof value === 'string' ? value :
 export interface PageQuery {
   limit?: unknown;
   offset?: unknown;
+  /** Trainer pages only. */
+  after?: unknown;
+  filter?: { nickname?: string; nicknameContains?: string; team?: string };
 }
 
 export interface Driver {
@@ -117,7 +124,7 @@ export function graphqlDriver(app: FastifyInstance): Driver {
     async listTrainers(token, query) {
       const res = await gql(
         app,
-        `query($limit: Int! = 20, $offset: Int! = 0) { trainers(limit: $limit, offset: $offset) { totalCount limit offset items { ${TRAINER_FIELDS} } } }`,
+        `query($limit: Int! = 20, $offset: Int! = 0, $after: String, $filter: TrainerFilter) { trainers(limit: $limit, offset: $offset, after: $after, filter: $filter) { totalCount limit offset nextCursor items { ${TRAINER_FIELDS} } } }`,
         { ...query },
         token,
       );
@@ -178,7 +185,7 @@ export function restDriver(app: FastifyInstance): Driver {
     token: string | undefined,
     body: unknown,
     okStatus: number,
-    map: (raw: Raw | null) => T,
+    map: (raw: Raw | null, headers: Record<string, unknown>) => T,
   ): Promise<Outcome<T>> {
     const res = await app.inject({
       method,
@@ -189,7 +196,7 @@ export function restDriver(app: FastifyInstance): Driver {
       },
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
-    if (res.statusCode === okStatus) return { ok: true, value: map(res.body ? res.json<Raw>() : null) };
+    if (res.statusCode === okStatus) return { ok: true, value: map(res.body ? res.json<Raw>() : null, res.headers) };
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     const problem = res.json<{ code: string; status: number; fields?: FieldError[] }>();
     expect(problem.status).toBe(res.statusCode);
@@ -204,6 +211,8 @@ export function restDriver(app: FastifyInstance): Driver {
     const params = new URLSearchParams();
     if (query.limit !== undefined) params.set('limit', asParam(query.limit));
     if (query.offset !== undefined) params.set('offset', asParam(query.offset));
+    if (query.after !== undefined) params.set('after', asParam(query.after));
+    for (const [key, value] of Object.entries(query.filter ?? {})) if (value !== undefined) params.set(key, value);
     const text = params.toString();
     return text ? `?${text}` : '';
   };
@@ -219,9 +228,10 @@ export function restDriver(app: FastifyInstance): Driver {
       })),
     getTrainer: (token, id) => call('GET', `/trainer/${seg(id)}`, token, undefined, 200, trainerOfRest),
     listTrainers: (token, query) =>
-      call('GET', `/trainer${qs(query)}`, token, undefined, 200, (raw) => ({
+      call('GET', `/trainer${qs(query)}`, token, undefined, 200, (raw, headers) => ({
         ...(raw as unknown as PageView<TrainerView>),
         items: (raw!.items as Raw[]).map(trainerOfRest),
+        ...(typeof headers.link === 'string' ? { link: headers.link } : {}),
       })),
     createCreature: (token, trainerId, input) => call('POST', `/trainer/${seg(trainerId)}/creature`, token, input, 201, creatureOfRest),
     getCreature: (token, trainerId, creatureId) =>

@@ -95,7 +95,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
     const res = await t.app.inject({ method: 'GET', url: '/trainer?limit=100', headers: auth(me) });
     expect(res.statusCode).toBe(200);
     const page = res.json<{ items: { id: number; email?: string }[] }>();
-    expect(Object.keys(page).sort()).toEqual(['items', 'limit', 'offset', 'totalCount']);
+    expect(Object.keys(page).sort()).toEqual(['items', 'limit', 'nextCursor', 'offset', 'totalCount']);
     for (const item of page.items) {
       if (item.id === me.trainer.id) expect(item.email).toBe(me.email);
       else expect(item).not.toHaveProperty('email');

@@ -1,8 +1,9 @@
 import { Creature } from '../../src/creatures/creature.entity';
 import { ERROR_STATUS, type ErrorCode } from '../../src/errors';
+import { Team } from '../../src/trainers/team';
 import { Trainer } from '../../src/trainers/trainer.entity';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
-import { drivers, type Driver, type Outcome } from '../helpers/drivers';
+import { drivers, type Driver, type Outcome, type TrainerView } from '../helpers/drivers';
 import { createCreature, createTrainer, TEST_PASSWORD, unique, type TrainerFixture } from '../helpers/factories';
 
 /*
@@ -180,6 +181,110 @@ describe.each(databases)('on %s', (kind) => {
         ['offset', { offset: -1 }],
       ])('refuses %s out of bounds (%j) as BAD_USER_INPUT', async (field, query) => {
         expectFailure(api, await api.listTrainers(me.token, query), 'BAD_USER_INPUT', field);
+      });
+    });
+
+    describe('searching and walking trainers', () => {
+      /** Registers trainers whose nicknames share a fresh stem, so that filters find exactly them. */
+      const family = async (stem: string, teams: string[]) => {
+        const made: TrainerView[] = [];
+        for (const [i, team] of teams.entries()) made.push(value(await api.register(registration({ nickname: `${stem}_${i}`, team }))));
+        return made;
+      };
+
+      it('walks every trainer by cursor while trainers are added, none skipped or repeated, and ends with a null cursor', async () => {
+        // Enough trainers for several pages, written straight to the table (no password to hash).
+        const stem = unique('Walk').toLowerCase();
+        await trainers().insert(
+          Array.from({ length: 20 }, (_, i) => ({
+            nickname: `${stem}_${i}`,
+            nicknameKey: `${stem}_${i}`,
+            firstName: 'W',
+            lastName: 'K',
+            email: `${stem}_${i}@example.test`,
+            passwordHash: 'not-a-hash',
+            team: Team.VALOR,
+            createdAt: new Date(),
+          })),
+        );
+        const before = (await trainers().find({ select: { id: true }, order: { id: 'ASC' } })).map((t) => t.id);
+        const seen: number[] = [];
+        const added: number[] = [];
+        let page = value(await api.listTrainers(me.token, { limit: 7 }));
+        for (let turn = 0; turn < 1000; turn += 1) {
+          seen.push(...page.items.map((t) => t.id));
+          if (page.nextCursor === null) break;
+          expect(page.nextCursor).toEqual(expect.any(String));
+          if (turn < 3) added.push(value(await api.register(registration())).id);
+          if (api.name === 'rest') expect(page.link).toBe(`</trainer?limit=7&after=${encodeURIComponent(page.nextCursor!)}>; rel="next"`);
+          page = value(await api.listTrainers(me.token, { limit: 7, after: page.nextCursor }));
+        }
+        expect(seen.length).toBeGreaterThan(14);
+        expect(new Set(seen).size).toBe(seen.length);
+        expect(seen).toEqual([...seen].sort((a, b) => a - b));
+        for (const id of [...before, ...added]) expect(seen).toContain(id);
+        if (api.name === 'rest') expect(page.link).toBeUndefined();
+      });
+
+      it('filters by exact nickname, by part of it and by team, any case, and counts only the matches', async () => {
+        const stem = unique('Fam').toLowerCase();
+        const made = await family(stem, ['VALOR', 'MYSTIC', 'VALOR']);
+        const part = value(await api.listTrainers(me.token, { filter: { nicknameContains: stem.toUpperCase() } }));
+        expect(part.items.map((t) => t.id)).toEqual(made.map((t) => t.id));
+        expect(part).toMatchObject({ totalCount: 3, nextCursor: null });
+        const valor = value(await api.listTrainers(me.token, { filter: { nicknameContains: stem, team: 'VALOR' } }));
+        expect(valor.items.map((t) => t.id)).toEqual([made[0].id, made[2].id]);
+        expect(valor.totalCount).toBe(2);
+        const exact = value(await api.listTrainers(me.token, { filter: { nickname: `${stem}_1`.toUpperCase() } }));
+        expect(exact.items.map((t) => t.id)).toEqual([made[1].id]);
+        expect(exact.totalCount).toBe(1);
+        const none = value(await api.listTrainers(me.token, { filter: { nickname: 'no such trainer' } }));
+        expect(none).toMatchObject({ items: [], totalCount: 0, nextCursor: null });
+      });
+
+      it('treats _ and % in nicknameContains as characters, not wildcards', async () => {
+        const stem = unique('Wild').toLowerCase();
+        const [underscored] = await family(stem, ['INSTINCT']);
+        await family(`${stem}x0`, ['INSTINCT']);
+        const found = value(await api.listTrainers(me.token, { filter: { nicknameContains: `${stem}_0` } }));
+        expect(found.items.map((t) => t.id)).toEqual([underscored.id]);
+      });
+
+      it('combines a filter with a cursor: the next page holds the matching trainers after it', async () => {
+        const stem = unique('Cur').toLowerCase();
+        const made = await family(stem, ['VALOR', 'VALOR', 'MYSTIC', 'VALOR', 'VALOR']);
+        const first = value(await api.listTrainers(me.token, { limit: 2, filter: { nicknameContains: stem, team: 'VALOR' } }));
+        expect(first.items.map((t) => t.id)).toEqual([made[0].id, made[1].id]);
+        expect(first.totalCount).toBe(4);
+        if (api.name === 'rest') expect(first.link).toContain(`nicknameContains=${stem}`);
+        const second = value(
+          await api.listTrainers(me.token, { limit: 2, after: first.nextCursor, filter: { nicknameContains: stem, team: 'VALOR' } }),
+        );
+        expect(second.items.map((t) => t.id)).toEqual([made[3].id, made[4].id]);
+        expect(second.nextCursor).toBeNull();
+      });
+
+      it.each([
+        ['a made-up cursor', 'abc'],
+        ['an empty cursor', ''],
+        ['a cursor with its id changed', 'tampered'],
+      ])('refuses %s as BAD_USER_INPUT', async (_what, kind) => {
+        let after = kind;
+        if (kind === 'tampered') {
+          const page = value(await api.listTrainers(me.token, { limit: 1 }));
+          const [payload, signature] = page.nextCursor!.split('.');
+          const id = Number(Buffer.from(payload, 'base64url').toString());
+          after = `${Buffer.from(String(id + 1)).toString('base64url')}.${signature}`;
+        }
+        expectFailure(api, await api.listTrainers(me.token, { after }), 'BAD_USER_INPUT');
+      });
+
+      it('refuses a cursor with an offset, and a nicknameContains outside 2..32 characters of the nickname alphabet', async () => {
+        const page = value(await api.listTrainers(me.token, { limit: 1 }));
+        expectFailure(api, await api.listTrainers(me.token, { after: page.nextCursor, offset: 3 }), 'BAD_USER_INPUT', 'offset');
+        for (const nicknameContains of ['a', 'x'.repeat(33), 'no spaces', '%%']) {
+          expectFailure(api, await api.listTrainers(me.token, { filter: { nicknameContains } }), 'BAD_USER_INPUT');
+        }
       });
     });
 

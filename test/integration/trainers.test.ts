@@ -46,6 +46,24 @@ describe.each(databases)('reading trainers on %s', (kind) => {
     expect(seenByItself.data!.trainer!.email).toBe(other.email);
   });
 
+  it('finds a trainer by nickname in any case with its count, null for none, and only for a caller with a token', async () => {
+    const other = await createTrainer(t.app);
+    await createCreature(t.app, other.trainer.id);
+    const BY_NICKNAME = 'query($n: String!) { trainerByNickname(nickname: $n) { id nickname email creaturesOwned } }';
+    const found = await gql<{ trainerByNickname: unknown }>(t.app, BY_NICKNAME, { n: other.trainer.nickname.toUpperCase() }, viewer.token);
+    expect(found.data!.trainerByNickname).toEqual({
+      id: String(other.trainer.id),
+      nickname: other.trainer.nickname,
+      email: null,
+      creaturesOwned: 1,
+    });
+    const none = await gql<{ trainerByNickname: unknown }>(t.app, BY_NICKNAME, { n: 'nobody_here' }, viewer.token);
+    expect(none.errors).toBeUndefined();
+    expect(none.data!.trainerByNickname).toBeNull();
+    expect(errorCode(await gql(t.app, BY_NICKNAME, { n: other.trainer.nickname }))).toBe('UNAUTHENTICATED');
+    expect(errorCode(await gql(t.app, BY_NICKNAME, { n: 'x'.repeat(33) }, viewer.token))).toBe('BAD_USER_INPUT');
+  });
+
   it('answers null for an id that does not exist', async () => {
     const res = await gql(t.app, TRAINER, { id: '2147483647' }, viewer.token);
     expect(res.errors).toBeUndefined();
