@@ -251,6 +251,17 @@ async function benchCases(serviceBase: string): Promise<CaseSpec[]> {
   const PAGE =
     'query Page($offset: Int!) { trainers(limit: 100, offset: $offset) { items { id nickname creaturesOwned creatures(limit: 10) { id name level } } } }';
   const DEEP = 'query Deep($offset: Int!) { trainers(limit: 20, offset: $offset) { items { id nickname } } }';
+  const CURSOR = 'query Walk($after: String) { trainers(limit: 20, after: $after) { items { id nickname } nextCursor } }';
+  const CONTAINS =
+    'query Search($q: String!) { trainers(limit: 20, filter: { nicknameContains: $q }) { totalCount items { id nickname } } }';
+  // The cursor of the trainer 21st from the end: its page is the last one.
+  const endCursor = await fetch(`${serviceBase}/graphql`, {
+    method: 'POST',
+    headers: auth,
+    body: gqlBody('query End($offset: Int!) { trainers(limit: 1, offset: $offset) { nextCursor } }', { offset: Math.max(0, n - 21) }),
+  })
+    .then((r) => r.json() as Promise<{ data: { trainers: { nextCursor: string | null } } }>)
+    .then((body) => body.data.trainers.nextCursor);
 
   return [
     { name: 'baseline GET /trainer/:id', target: 'baseline', requests: [get(() => `/trainer/${randomId()}`)] },
@@ -274,6 +285,20 @@ async function benchCases(serviceBase: string): Promise<CaseSpec[]> {
       target: 'service',
       connections: 1,
       requests: [graphql(DEEP, () => ({ offset: n - 20 }))],
+    },
+    // Cursor pages cost the same at any depth; nicknameContains scans the nicknames (LIKE '%...%').
+    { name: 'GraphQL first page, 1 connection', target: 'service', connections: 1, requests: [graphql(CURSOR, () => ({}))] },
+    {
+      name: 'GraphQL cursor page at the end, 1 connection',
+      target: 'service',
+      connections: 1,
+      requests: [graphql(CURSOR, () => ({ after: endCursor }))],
+    },
+    {
+      name: 'GraphQL nicknameContains, 1 connection',
+      target: 'service',
+      connections: 1,
+      requests: [graphql(CONTAINS, () => ({ q: `_${1 + Math.floor(Math.random() * Math.max(1, Math.floor(n / 10)))}` }))],
     },
     {
       name: 'GraphQL createCreature + deleteCreature',

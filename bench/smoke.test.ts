@@ -42,6 +42,9 @@ describe('npm run bench -- --quick', () => {
       'GraphQL trainers page 100 × creatures 10',
       'GraphQL deep paging (offset n-20)',
       'GraphQL deep paging (offset n-20), 1 connection',
+      'GraphQL first page, 1 connection',
+      'GraphQL cursor page at the end, 1 connection',
+      'GraphQL nicknameContains, 1 connection',
       'GraphQL createCreature + deleteCreature',
       'GraphQL trainer(id) during 20 concurrent logins',
     ]);
