@@ -1,6 +1,5 @@
 import { Field, Int, ObjectType } from 'type-graphql';
 import { Trainer } from './trainer.entity';
-import type { TrainerConditions } from './trainer-filter';
 
 /** `totalCount` is a field of TrainerPageResolver, so it is counted only when asked for. */
 // simpleResolvers: items, limit and offset only read a property; totalCount is a field resolver
@@ -22,6 +21,6 @@ export class TrainerPage {
   })
   nextCursor!: string | null;
 
-  /** What the page was read with, for totalCount (not a GraphQL field). */
-  filter!: TrainerConditions;
+  /** How many trainers match the page's filter (not a GraphQL field: TrainerPageResolver.totalCount). */
+  total!: () => number;
 }

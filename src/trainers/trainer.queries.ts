@@ -1,6 +1,5 @@
 import { placeholders, sqlDate, sqlInt, type Sql } from '../db/sql';
 import type { Team } from './team';
-import type { TrainerConditions } from './trainer-filter';
 import { Trainer } from './trainer.entity';
 
 /*
@@ -36,36 +35,10 @@ const COLUMNS = 't.id, t.nickname, t.first_name AS firstName, t.last_name AS las
 /** Counted through the (trainer_id) index: only that trainer's index entries are read. */
 const CREATURE_COUNT = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id)';
 
-export interface PageWhere {
-  /** Only trainers with a greater id (a cursor's). */
-  readonly afterId?: number;
-  readonly conditions?: TrainerConditions;
-}
-
-/** LIKE's own characters, escaped with `!` (nicknames may hold `_`). */
-const likeText = (text: string) => text.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`);
-
-/** The WHERE conditions (ANDed) and their values for a filter. */
-function matching(conditions: TrainerConditions, afterId?: number): { sql: string[]; values: unknown[] } {
-  const sql: string[] = [];
-  const values: unknown[] = [];
-  if (afterId !== undefined) {
-    sql.push('id > ?');
-    values.push(afterId);
-  }
-  if (conditions.nickname !== undefined) {
-    sql.push('nickname_key = ?');
-    values.push(conditions.nickname.toLowerCase());
-  }
-  if (conditions.nicknameContains !== undefined) {
-    sql.push("nickname_key LIKE ? ESCAPE '!'");
-    values.push(`%${likeText(conditions.nicknameContains)}%`);
-  }
-  if (conditions.team !== undefined) {
-    sql.push('team = ?');
-    values.push(conditions.team);
-  }
-  return { sql, values };
+export interface IndexRow {
+  readonly id: number;
+  readonly nicknameKey: string;
+  readonly team: Team;
 }
 
 /** A trainer, with `creaturesOwned` when the statement counted them. */
@@ -131,35 +104,14 @@ export class TrainerQueries {
     return row ? { id: sqlInt(row.id), passwordHash: row.passwordHash } : null;
   }
 
-  /**
-   * A page by id: `limit` trainers after `offset` of those matching (and after `afterId`), plus one
-   * more when it exists, which tells whether another page follows. The skipped rows are walked
-   * in a derived table that reads ids only, and whole rows are read for the page alone (a
-   * "deferred join"). A deep offset still walks every skipped entry, whatever the query's shape;
-   * unfiltered, on MySQL, it walks the narrow index on id rather than the clustered primary key,
-   * which the optimizer would pick (about 11-14 ms instead of 17-21 ms at offset 99,980 of
-   * 100,000, in MariaDB itself; AddTrainerIdIndex migration). A cursor (`afterId`) starts the
-   * walk at its id, so a page costs the same at any depth.
-   */
-  async page(limit: number, offset: number, withCounts: boolean, { afterId, conditions = {} }: PageWhere = {}): Promise<Trainer[]> {
-    const where = matching(conditions, afterId);
-    const filtered = where.sql.length > 0;
-    const ids = this.sql.isMysql && !filtered ? 'trainer FORCE INDEX (IX_trainer_id)' : 'trainer';
-    const rows = await this.sql.rows<TrainerRow>(
-      `SELECT ${COLUMNS}${withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : ''} FROM trainer t JOIN (SELECT id FROM ${ids}${filtered ? ` WHERE ${where.sql.join(' AND ')}` : ''} ORDER BY id LIMIT ? OFFSET ?) p ON p.id = t.id ORDER BY t.id`,
-      [...where.values, limit + 1, offset],
+  /** What TrainerIndex keeps of the trainers after `afterId` and of those in `ids`, by id. */
+  async indexRows(afterId: number, ids: readonly number[]): Promise<IndexRow[]> {
+    const rows = await this.sql.rows<{ id: number | string; nicknameKey: string; team: Team }>(
+      `SELECT id, nickname_key AS nicknameKey, team FROM trainer WHERE id > ?${ids.length > 0 ? ` OR id IN (${placeholders(ids.length)})` : ''} ORDER BY id`,
+      [afterId, ...ids],
+      { prepared: ids.length === 0 },
     );
-    return rows.map(toTrainer);
-  }
-
-  /** How many trainers match. */
-  async count(conditions: TrainerConditions = {}): Promise<number> {
-    const where = matching(conditions);
-    const [row] = await this.sql.rows<{ n: number | string }>(
-      `SELECT COUNT(*) AS n FROM trainer${where.sql.length > 0 ? ` WHERE ${where.sql.join(' AND ')}` : ''}`,
-      where.values,
-    );
-    return sqlInt(row.n);
+    return rows.map((row) => ({ id: sqlInt(row.id), nicknameKey: row.nicknameKey, team: row.team }));
   }
 
   /** A trainer by nickname, case-insensitively (the unique nickname_key). */

@@ -5,6 +5,7 @@ import { normalizeEmail, normalizeText } from '../common/text';
 import type { Page } from '../common/args';
 import type { CursorCodec } from '../common/cursor';
 import type { TrainerConditions } from './trainer-filter';
+import { TrainerIndex } from './trainer-index';
 import type { CreatureQueries } from '../creatures/creature.queries';
 import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
@@ -66,6 +67,7 @@ export class TrainerService {
     private readonly hasher: PasswordHasher,
     private readonly throttle: LoginThrottle,
     private readonly cursors: CursorCodec,
+    private readonly index: TrainerIndex = new TrainerIndex(queries),
   ) {}
 
   /**
@@ -157,15 +159,20 @@ export class TrainerService {
       throw new AppError('BAD_USER_INPUT', 'With after, offset must be 0', [{ field: 'offset', message: 'must be 0 when after is given' }]);
     }
     const afterId = after === undefined ? undefined : this.cursors.decode(after);
-    const rows = await this.queries.page(limit, offset, withCounts, { afterId, conditions: filter });
-    const items = rows.slice(0, limit);
-    const nextCursor = rows.length > limit ? this.cursors.encode(items[items.length - 1].id) : null;
-    return { items, limit, offset, nextCursor, filter };
+    await this.index.sync();
+    const ids = this.index.pageIds(limit, offset, afterId, filter);
+    const pageIds = ids.slice(0, limit);
+    const found = pageIds.length === 0 ? new Map<number, Trainer>() : await this.queries.byIds(pageIds, withCounts ? pageIds : []);
+    // A trainer removed by plain SQL since this process started is left out (see TrainerIndex).
+    const items = pageIds.flatMap((id) => found.get(id) ?? []);
+    const nextCursor = ids.length > limit ? this.cursors.encode(pageIds[pageIds.length - 1]) : null;
+    return { items, limit, offset, nextCursor, total: () => this.index.count(filter) };
   }
 
   /** How many trainers match `filter` (all of them without one). */
-  count(filter: TrainerConditions = {}): Promise<number> {
-    return this.queries.count(filter);
+  async count(filter: TrainerConditions = {}): Promise<number> {
+    await this.index.sync();
+    return this.index.count(filter);
   }
 
   /** A trainer by nickname, case-insensitively, or null. */
@@ -199,7 +206,8 @@ export class TrainerService {
     viewerId: number,
     options: Omit<TrainerPageOptions, 'withCounts'> = {},
   ): Promise<Page<TrainerProfile> & { totalCount: number; nextCursor: string | null }> {
-    const [page, totalCount] = await Promise.all([this.page(limit, offset, { ...options, withCounts: true }), this.count(options.filter)]);
+    const page = await this.page(limit, offset, { ...options, withCounts: true });
+    const totalCount = page.total();
     const items = page.items.map((trainer) => ({
       trainer,
       creaturesOwned: trainer.creaturesOwned ?? 0,
@@ -218,6 +226,6 @@ export interface TrainerPageOptions {
 
 export interface TrainerPageResult extends Page<Trainer> {
   readonly nextCursor: string | null;
-  /** The filter the page was read with, for its totalCount. */
-  readonly filter: TrainerConditions;
+  /** How many trainers match the page's filter, as of the page (no statement). */
+  readonly total: () => number;
 }
