@@ -251,3 +251,6 @@ export function restDriver(app: FastifyInstance): Driver {
 }
 
 export const drivers = [graphqlDriver, restDriver];
+
+/** [name, driver factory] pairs, for `describe.each(namedDrivers)('through %s', ...)`. */
+export const namedDrivers = drivers.map((make) => [make.name.replace('Driver', ''), make] as const);

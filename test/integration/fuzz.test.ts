@@ -7,7 +7,7 @@ import { Creature } from '../../src/creatures/creature.entity';
 import { ERROR_STATUS } from '../../src/errors';
 import { Trainer } from '../../src/trainers/trainer.entity';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
-import { drivers, type Driver, type Outcome } from '../helpers/drivers';
+import { namedDrivers, type Driver, type Outcome } from '../helpers/drivers';
 import { createTrainer, type TrainerFixture } from '../helpers/factories';
 
 /*
@@ -183,6 +183,16 @@ function expectCode(result: Outcome<unknown>, code: string): void {
 
 const expectBadInput = (result: Outcome<unknown>) => expectCode(result, 'BAD_USER_INPUT');
 
+/** A valid body is accepted, or refused with `takenCode` when what it names was already taken; true when accepted. */
+function expectAccepted<T>(result: Outcome<T>, taken: boolean, takenCode: string): result is { ok: true; value: T } {
+  if (taken) {
+    expectCode(result, takenCode);
+    return false;
+  }
+  expect(result.ok ? 'accepted' : `${result.code} ${JSON.stringify(result.fields ?? [])}`).toBe('accepted');
+  return result.ok;
+}
+
 const runs = (n: number) => ({ numRuns: n, endOnFailure: true });
 
 describe.each(databases)('fuzzing on %s', (kind) => {
@@ -192,7 +202,7 @@ describe.each(databases)('fuzzing on %s', (kind) => {
   });
   afterAll(async () => t.close());
 
-  describe.each(drivers.map((make) => [make.name.replace('Driver', ''), make] as const))('through %s', (_name, makeDriver) => {
+  describe.each(namedDrivers)('through %s', (_name, makeDriver) => {
     let api: Driver;
     let me: TrainerFixture;
     const trainers = () => t.app.dataSource.getRepository(Trainer);
@@ -209,9 +219,7 @@ describe.each(databases)('fuzzing on %s', (kind) => {
             where: [{ nicknameKey: body.nickname.toLowerCase() }, { email: body.email.toLowerCase() }],
           });
           const result = await api.register(body);
-          if (taken) return expectCode(result, 'TRAINER_ALREADY_EXISTS');
-          expect(result.ok ? 'accepted' : `${result.code} ${JSON.stringify(result.fields ?? [])}`).toBe('accepted');
-          if (result.ok) expect(result.value.firstName).toBe(normalizeText(body.firstName));
+          if (expectAccepted(result, taken, 'TRAINER_ALREADY_EXISTS')) expect(result.value.firstName).toBe(normalizeText(body.firstName));
         }),
         runs(15),
       );
@@ -222,9 +230,7 @@ describe.each(databases)('fuzzing on %s', (kind) => {
         fc.asyncProperty(valid(CREATE) as fc.Arbitrary<{ name: string }>, async (body) => {
           const taken = await creatures().existsBy({ trainerId: me.trainer.id, nameKey: nameKey(normalizeText(body.name)) });
           const result = await api.createCreature(me.token, String(me.trainer.id), body);
-          if (taken) return expectCode(result, 'DUPLICATE_CREATURE');
-          expect(result.ok ? 'accepted' : `${result.code} ${JSON.stringify(result.fields ?? [])}`).toBe('accepted');
-          if (result.ok) expect(result.value.name).toBe(normalizeText(body.name));
+          if (expectAccepted(result, taken, 'DUPLICATE_CREATURE')) expect(result.value.name).toBe(normalizeText(body.name));
         }),
         runs(100),
       );

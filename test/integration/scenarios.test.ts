@@ -3,7 +3,7 @@ import { ERROR_STATUS, type ErrorCode } from '../../src/errors';
 import { Team } from '../../src/trainers/team';
 import { Trainer } from '../../src/trainers/trainer.entity';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
-import { drivers, type Driver, type Outcome, type TrainerView } from '../helpers/drivers';
+import { namedDrivers, type Driver, type Outcome, type TrainerView } from '../helpers/drivers';
 import { createCreature, createTrainer, TEST_PASSWORD, unique, type TrainerFixture } from '../helpers/factories';
 
 /*
@@ -60,7 +60,7 @@ describe.each(databases)('on %s', (kind) => {
   });
   afterAll(async () => t.close());
 
-  describe.each(drivers.map((make) => [make.name.replace('Driver', ''), make] as const))('through %s', (_name, makeDriver) => {
+  describe.each(namedDrivers)('through %s', (_name, makeDriver) => {
     let api: Driver;
     let me: TrainerFixture;
     let other: TrainerFixture;
