@@ -169,12 +169,6 @@ export class TrainerService {
     return { items, limit, offset, nextCursor, total: () => this.index.count(filter) };
   }
 
-  /** How many trainers match `filter` (all of them without one). */
-  async count(filter: TrainerConditions = {}): Promise<number> {
-    await this.index.sync();
-    return this.index.count(filter);
-  }
-
   /** A trainer by nickname, case-insensitively, or null. */
   findByNickname(nickname: string, { withCount = false } = {}): Promise<Trainer | null> {
     return this.queries.byNickname(nickname, withCount);
@@ -199,7 +193,7 @@ export class TrainerService {
     return { trainer: found, creaturesOwned: found.creaturesOwned ?? 0, email: visibleEmail(found, viewerId) };
   }
 
-  /** A page of trainers with their counts as `viewerId` sees them, and the total of those matching: two statements whatever the page size. */
+  /** A page of trainers with their counts as `viewerId` sees them, and the total of those matching: the index catch-up and the page's rows, whatever the page size. */
   async profilePage(
     limit: number,
     offset: number,

@@ -20,6 +20,7 @@ jest.mock('node:crypto', () => {
 });
 
 import { PasswordHasher } from '../../src/auth/password';
+import { RefusalDelay } from '../../src/auth/refusal-delay';
 
 describe('password hashing under a burst', () => {
   it('runs at most one hash fewer than there are cores at a time (at least one), and answers every one its queue holds', async () => {
@@ -60,5 +61,16 @@ describe('password hashing under a burst', () => {
     expect(probe.started).not.toContain('one-too-many');
     // A login still gets in: its own queue is not full.
     await expect(hasher.verify('x', await hasher.hash('after'))).resolves.toBe(false);
+  });
+
+  it('holds a refusal back by its RefusalDelay before rejecting, and still never hashes it', async () => {
+    const hasher = new PasswordHasher(1, new RefusalDelay(300));
+    probe.started = [];
+    const accepted = Array.from({ length: 5 }, (_, i) => hasher.hash(`held-${i}`));
+    const sent = Date.now();
+    await expect(hasher.hash('held-too-many')).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    expect(Date.now() - sent).toBeGreaterThanOrEqual(290);
+    await Promise.all(accepted);
+    expect(probe.started).not.toContain('held-too-many');
   });
 });
