@@ -1,7 +1,12 @@
-// The benchmark's baseline: the least work a correct GET /trainer/:id must do, on bare Fastify
-// and the bare driver (bench/README.md, "The baseline"): check the HS256 Bearer
-// token (signature, alg, exp), then ONE round trip reading the trainer, its creature count and
-// whether the caller still exists. Env: PORT, DATABASE_URL (mysql://... or sqlite:<path>), JWT_SECRET.
+// The benchmark's baseline: the least work a correct answer must do, on bare Fastify and the bare
+// driver (bench/README.md, "The baseline"). Every route checks the HS256 Bearer token
+// (signature, alg, exp) and whether the caller still exists.
+// - GET /trainer/:id: ONE round trip reading the trainer, its creature count and the caller.
+// - GET /page?offset=n: the JSON of the GraphQL nested page `trainers(limit: 100, offset: n)
+//   { items { id creaturesOwned creatures(limit: 10) { id name } } }`, hand-written:
+//   one statement for the caller and 100 trainers with their counts, one for their first 10
+//   creatures each (a window function), JSON.stringify.
+// Env: PORT, DATABASE_URL (mysql://... or sqlite:<path>), JWT_SECRET.
 import Database from 'better-sqlite3';
 import Fastify from 'fastify';
 import jwt from 'jsonwebtoken';
@@ -12,6 +17,27 @@ const SQL = `SELECT t.id, t.nickname, t.first_name AS firstName, t.last_name AS 
   (SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id) AS creaturesOwned,
   EXISTS(SELECT 1 FROM trainer v WHERE v.id = ?) AS callerOk
 FROM trainer t WHERE t.id = ?`;
+
+// No row when the caller is gone; one row with a null id when the page is empty.
+const PAGE_SQL = `SELECT t.id, (SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id) AS creaturesOwned
+FROM trainer v LEFT JOIN (SELECT id FROM trainer ORDER BY id LIMIT 100 OFFSET ?) t ON 1 = 1
+WHERE v.id = ? ORDER BY t.id`;
+
+const creaturesSql = (n: number) => `SELECT id, name, trainer_id AS trainerId FROM (
+  SELECT id, name, trainer_id, ROW_NUMBER() OVER (PARTITION BY trainer_id ORDER BY id) AS rn
+  FROM creature WHERE trainer_id IN (${Array.from({ length: n }, () => '?').join(', ')})
+) ranked WHERE rn <= 10 ORDER BY id`;
+
+interface PageRow {
+  id: number | null;
+  creaturesOwned: number | string;
+}
+
+interface CreatureRow {
+  id: number;
+  name: string;
+  trainerId: number;
+}
 
 interface Row {
   id: number;
@@ -29,35 +55,44 @@ async function main(): Promise<void> {
   // A KeyObject, as the service uses: from a string, jsonwebtoken would try to parse a PEM key on every call.
   const secret = createSecretKey(Buffer.from(process.env.JWT_SECRET ?? '', 'utf8'));
   let statements = 0;
+  let requests = 0;
   let lookup: (callerId: number, id: number) => Promise<Row | undefined>;
+  let all: <T>(sql: string, values: number[]) => Promise<T[]>;
   if (url.startsWith('sqlite:')) {
     const db = new Database(url.slice('sqlite:'.length), { readonly: true });
     const stmt = db.prepare(SQL);
     lookup = async (callerId, id) => stmt.get(callerId, id) as Row | undefined;
+    all = async <T>(sql: string, values: number[]) => db.prepare(sql).all(...values) as T[];
   } else {
     const pool = createPool({ uri: url, connectionLimit: 10, timezone: 'Z' });
     lookup = async (callerId, id) => {
       const [rows] = await pool.execute(SQL, [callerId, id]);
       return (rows as Row[])[0];
     };
+    all = async <T>(sql: string, values: number[]) => (await pool.execute(sql, values))[0] as T[];
   }
 
-  const app = Fastify({ logger: false });
-  app.get('/stats', async () => ({ statements }));
-  app.get<{ Params: { id: string } }>('/trainer/:id', async (request, reply) => {
-    const header = request.headers.authorization ?? '';
-    let callerId: number;
+  const caller = (header: string): number | undefined => {
     try {
       const payload = jwt.verify(header.slice(7), secret, {
         algorithms: ['HS256'],
         issuer: 'creature-registry',
         audience: 'creature-registry',
       }) as jwt.JwtPayload;
-      if (!header.startsWith('Bearer ') || typeof payload.exp !== 'number') throw new Error('bad token');
-      callerId = Number(payload.sub);
+      if (!header.startsWith('Bearer ') || typeof payload.exp !== 'number') return undefined;
+      return Number(payload.sub);
     } catch {
-      return reply.code(401).send({ code: 'UNAUTHENTICATED' });
+      return undefined;
     }
+  };
+
+  const app = Fastify({ logger: false });
+  app.get('/stats', async () => ({ statements, requests }));
+
+  app.get<{ Params: { id: string } }>('/trainer/:id', async (request, reply) => {
+    requests += 1;
+    const callerId = caller(request.headers.authorization ?? '');
+    if (callerId === undefined) return reply.code(401).send({ code: 'UNAUTHENTICATED' });
     const id = Number(request.params.id);
     if (!Number.isInteger(id) || id < 1) return reply.code(400).send({ code: 'BAD_USER_INPUT' });
     statements += 1;
@@ -73,6 +108,31 @@ async function main(): Promise<void> {
       // SQLite keeps UTC text without a zone; MySQL (timezone Z) gives a Date.
       createdAt: (typeof row.createdAt === 'string' ? new Date(`${row.createdAt.replace(' ', 'T')}Z`) : row.createdAt).toISOString(),
     };
+  });
+  app.get<{ Querystring: { offset?: string } }>('/page', async (request, reply) => {
+    requests += 1;
+    const callerId = caller(request.headers.authorization ?? '');
+    if (callerId === undefined) return reply.code(401).send({ code: 'UNAUTHENTICATED' });
+    const offset = Number(request.query.offset ?? 0);
+    if (!Number.isInteger(offset) || offset < 0) return reply.code(400).send({ code: 'BAD_USER_INPUT' });
+    statements += 1;
+    const rows = await all<PageRow>(PAGE_SQL, [offset, callerId]);
+    if (rows.length === 0) return reply.code(401).send({ code: 'UNAUTHENTICATED' });
+    const trainers = rows.filter((row) => row.id !== null);
+    const ids = trainers.map((row) => Number(row.id));
+    const creatures = new Map<number, { id: string; name: string }[]>(ids.map((id) => [id, []]));
+    if (ids.length > 0) {
+      statements += 1;
+      for (const c of await all<CreatureRow>(creaturesSql(ids.length), ids)) {
+        creatures.get(Number(c.trainerId))?.push({ id: String(c.id), name: c.name });
+      }
+    }
+    const items = trainers.map((row) => ({
+      id: String(row.id),
+      creaturesOwned: Number(row.creaturesOwned),
+      creatures: creatures.get(Number(row.id)),
+    }));
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ data: { trainers: { items } } }));
   });
   await app.listen({ port: Number(process.env.PORT ?? 4900), host: '127.0.0.1' });
 }

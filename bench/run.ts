@@ -142,6 +142,11 @@ async function counters(base: string): Promise<{ statements: number; requests: n
   return { statements: Number(/^db_statements_total (\d+)/m.exec(text)?.[1] ?? 0), requests };
 }
 
+/** The baseline's own counters: statements sent and requests answered. */
+async function baselineCounters(base: string): Promise<{ statements: number; requests: number }> {
+  return fetch(`${base}/stats`).then((r) => r.json() as Promise<{ statements: number; requests: number }>);
+}
+
 interface CaseSpec {
   name: string;
   target: 'service' | 'baseline';
@@ -226,7 +231,7 @@ async function startServers(url: string): Promise<Servers> {
 }
 
 /** Every case, with the requests autocannon sends (as the seeded trainer bench1). */
-async function benchCases(serviceBase: string): Promise<CaseSpec[]> {
+async function benchCases(serviceBase: string, baselineBase: string): Promise<CaseSpec[]> {
   const login = await fetch(`${serviceBase}/trainer/authenticate`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -248,8 +253,9 @@ async function benchCases(serviceBase: string): Promise<CaseSpec[]> {
     setupRequest: (req) => ({ ...req, body: gqlBody(query, variables()) }),
   });
   const TRAINER = 'query Trainer($id: ID!) { trainer(id: $id) { id nickname firstName lastName team creaturesOwned createdAt } }';
+  // The issue's nested page, as a frontend asks for it: the first page.
   const PAGE =
-    'query Page($offset: Int!) { trainers(limit: 100, offset: $offset) { items { id nickname creaturesOwned creatures(limit: 10) { id name level } } } }';
+    'query Page($offset: Int!) { trainers(limit: 100, offset: $offset) { items { id creaturesOwned creatures(limit: 10) { id name } } } }';
   const DEEP = 'query Deep($offset: Int!) { trainers(limit: 20, offset: $offset) { items { id nickname } } }';
   const CURSOR = 'query Walk($after: String) { trainers(limit: 20, after: $after) { items { id nickname } nextCursor } }';
   const CONTAINS =
@@ -263,6 +269,23 @@ async function benchCases(serviceBase: string): Promise<CaseSpec[]> {
     .then((r) => r.json() as Promise<{ data: { trainers: { nextCursor: string | null } } }>)
     .then((body) => body.data.trainers.nextCursor);
 
+  // A fast wrong page would not count: the service's nested page must equal the hand-written one.
+  for (const offset of [0, Math.floor(n / 2), Math.max(0, n - 50)]) {
+    const [service, baseline] = await Promise.all([
+      fetch(`${serviceBase}/graphql`, { method: 'POST', headers: auth, body: gqlBody(PAGE, { offset }) }).then(async (r) =>
+        (await r.text()).trimEnd(),
+      ),
+      fetch(`${baselineBase}/page?offset=${offset}`, { headers: auth }).then((r) => r.text()),
+    ]);
+    if (service !== baseline) {
+      let at = 0;
+      while (service[at] === baseline[at]) at += 1;
+      throw new Error(
+        `the nested page at offset ${offset} differs from the hand-written one at character ${at}:\n${service.slice(at - 100, at + 100)}\n${baseline.slice(at - 100, at + 100)}`,
+      );
+    }
+  }
+
   return [
     { name: 'baseline GET /trainer/:id', target: 'baseline', requests: [get(() => `/trainer/${randomId()}`)] },
     { name: 'GraphQL trainer(id)', target: 'service', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
@@ -273,9 +296,14 @@ async function benchCases(serviceBase: string): Promise<CaseSpec[]> {
       requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * (n - 20))}`)],
     },
     {
+      name: PAGE_BASELINE_CASE,
+      target: 'baseline',
+      requests: [get(() => '/page?offset=0')],
+    },
+    {
       name: 'GraphQL trainers page 100 × creatures 10',
       target: 'service',
-      requests: [graphql(PAGE, () => ({ offset: Math.floor(Math.random() * Math.max(1, n - 100)) }))],
+      requests: [graphql(PAGE, () => ({ offset: 0 }))],
     },
     { name: 'GraphQL deep paging (offset n-20)', target: 'service', requests: [graphql(DEEP, () => ({ offset: n - 20 }))] },
     // At 50 connections every p50 is mostly queueing (about 50 / throughput, 4-5 ms even for the
@@ -333,6 +361,7 @@ async function benchCases(serviceBase: string): Promise<CaseSpec[]> {
 }
 
 const TRAINER_CASE = 'GraphQL trainer(id)';
+const PAGE_BASELINE_CASE = 'baseline nested page 100 × 10 (hand-written)';
 const STORM_CASE = 'GraphQL trainer(id) during 20 concurrent logins';
 const wanted = (name: string) => !args.only || name.includes(args.only);
 
@@ -345,13 +374,13 @@ async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResul
   const selected = cases.filter((c) => c.target === 'baseline' || wanted(c.name));
   for (let round = 1; round <= options.rounds; round += 1) {
     for (const spec of selected) {
-      const before = await counters(servers.serviceBase);
+      const before = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(servers.serviceBase);
       const result = await run(baseOf(spec), spec.requests, spec.connections ?? options.connections, options.duration);
       // Requests still in flight when autocannon stops are answered (and counted) a moment later.
       await sleep(Math.max(300, 2 * result.latency.p99));
-      const after = await counters(servers.serviceBase);
+      const after = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(servers.serviceBase);
       const answered = after.requests - before.requests;
-      const statements = spec.target === 'baseline' ? 1 : answered ? (after.statements - before.statements) / answered : 0;
+      const statements = answered ? (after.statements - before.statements) / answered : 0;
       log(`round ${round} ${spec.name}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms`);
       results.push({
         name: spec.name,
@@ -461,7 +490,7 @@ async function main(): Promise<void> {
       await abuseSection(servers);
       return;
     }
-    const cases = await benchCases(servers.serviceBase);
+    const cases = await benchCases(servers.serviceBase, servers.baselineBase);
     const trainerCase = cases.find((c) => c.name === TRAINER_CASE)!;
     const results = await runRounds(cases, servers);
     if (wanted(STORM_CASE)) results.push(await runLoginStorm(trainerCase, servers.serviceBase));

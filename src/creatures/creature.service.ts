@@ -5,7 +5,7 @@ import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerQueries } from '../trainers/trainer.queries';
 import type { Creature } from './creature.entity';
-import type { CreatureQueries } from './creature.queries';
+import type { CreatureField, CreatureQueries } from './creature.queries';
 
 export interface NewCreature {
   readonly name: string;
@@ -91,8 +91,8 @@ export class CreatureService {
     return { items, totalCount, limit, offset };
   }
 
-  /** One page of creatures (oldest first) for each trainer, in one statement. */
-  pagesForTrainers(trainerIds: readonly number[], limit: number, offset: number): Promise<Creature[][]> {
-    return this.queries.pagesForTrainers(trainerIds, limit, offset);
+  /** One page of creatures (oldest first) for each trainer, in one statement, with `fields` (all by default). */
+  pagesForTrainers(trainerIds: readonly number[], limit: number, offset: number, fields?: readonly CreatureField[]): Promise<Creature[][]> {
+    return this.queries.pagesForTrainers(trainerIds, limit, offset, fields);
   }
 }

@@ -90,7 +90,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  * code. GraphQL needs this before graphql-js sees the error: it keeps only `instanceof Error`
  * values, and a driver's socket error can come from another realm (as under Jest).
  */
-export function unavailableAsAppError(error: unknown): unknown {
+export function unavailableAsAppError<E>(error: E): E | AppError {
   if (!(error instanceof AppError) && isDatabaseUnavailable(error)) {
     return new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; try again shortly');
   }

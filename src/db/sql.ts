@@ -1,6 +1,7 @@
 import type { Pool, ResultSetHeader } from 'mysql2';
 import type { DataSource, QueryResult } from 'typeorm';
 import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
+import { unavailableAsAppError } from './errors';
 
 /*
  * How the modules' query files (trainer.queries.ts, creature.queries.ts) talk to the database:
@@ -10,6 +11,8 @@ import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
  * `MysqlDriver.pool`, a mysql2 pool): a query runner per statement cost more CPU than the
  * statement's own round trip (node --cpu-prof). Every statement is still reported to the
  * DataSource's logger, so statement counts and slow-statement warnings cover both paths.
+ * A database that is away fails a statement with SERVICE_UNAVAILABLE (unavailableAsAppError),
+ * here, where every read and write passes: resolvers and routes need no wrapper of their own.
  */
 
 /** What a write changed. */
@@ -88,6 +91,8 @@ export class Sql {
     const started = performance.now();
     try {
       return await statement();
+    } catch (error) {
+      throw unavailableAsAppError(error);
     } finally {
       this.reportIfSlow(sql, started);
     }
@@ -110,7 +115,7 @@ export class Sql {
     return new Promise<T>((resolve, reject) => {
       const done = (error: Error | null, result: unknown) => {
         this.reportIfSlow(sql, started);
-        if (error) reject(error);
+        if (error) reject(unavailableAsAppError(error));
         else resolve(result as T);
       };
       const options = { sql, values: [...params] as unknown[], timeout: this.limits.timeoutMs };

@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 import type { RequestAuth } from '../auth/request-auth';
 import type { Creature } from '../creatures/creature.entity';
+import type { CreatureField } from '../creatures/creature.queries';
 import type { Services } from '../services';
 import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerPageOptions, TrainerPageResult } from '../trainers/trainer.service';
@@ -61,12 +62,16 @@ export class Loaders {
     return trainer.creaturesOwned ?? this.creatureCounts.load(trainer.id);
   }
 
-  /** A page of each trainer's creatures: fields asking for different pages are batched separately. */
-  creaturePage(trainerId: number, limit: number, offset: number): Promise<Creature[]> {
-    const key = `${limit}:${offset}`;
+  /**
+   * A page of each trainer's creatures, with the properties in `fields` (see
+   * CreatureQueries.pagesForTrainers): fields asking for different pages or properties are
+   * batched separately.
+   */
+  creaturePage(trainerId: number, limit: number, offset: number, fields: readonly CreatureField[]): Promise<Creature[]> {
+    const key = `${limit}:${offset}:${fields.join(',')}`;
     let loader = this.creaturePages.get(key);
     if (!loader) {
-      loader = new DataLoader((ids) => this.services.creatures.pagesForTrainers(ids, limit, offset));
+      loader = new DataLoader((ids) => this.services.creatures.pagesForTrainers(ids, limit, offset, fields));
       this.creaturePages.set(key, loader);
     }
     return loader.load(trainerId);

@@ -16,6 +16,7 @@ import type { GraphQLContext } from './context';
 import { createFormatError, errorLoggingPlugin } from './format-error';
 import { landingPageCsp, landingPagePlugin, registerIdeRoutes } from './ide';
 import { costLimitPlugin, limitRules, LIMITS, repeatedSelectionsGuard } from './limits';
+import { CompilingExecutor } from './executor';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 
@@ -88,7 +89,8 @@ export async function registerGraphQL(
 ): Promise<void> {
   const schema = await buildGraphQLSchema();
   const apollo = new ApolloServer<GraphQLContext>({
-    schema,
+    // Apollo parses, validates and formats; graphql-jit executes (see CompilingExecutor).
+    gateway: new CompilingExecutor(schema).gateway(),
     validationRules: [...limitRules(), ...(config.graphqlIntrospection ? [] : [noIntrospection])],
     parseOptions: { maxTokens: LIMITS.tokens },
     documentStore: documentStore(),

@@ -17,13 +17,27 @@ import { IdArgs, PageArgs } from '../common/args';
 import { parseId } from '../common/validation';
 import { Creature } from '../creatures/creature.entity';
 import type { GraphQLContext } from '../graphql/context';
-import { selectsField } from '../graphql/selection';
+import { selectedFieldNames, selectsField } from '../graphql/selection';
+import { isCreatureField, type CreatureField } from '../creatures/creature.queries';
 import { Viewer } from '../graphql/viewer.decorator';
 import { TrainerPage } from './trainer-page.type';
 import { NicknameArgs, TrainersArgs } from './trainer-filter';
 import { Trainer } from './trainer.entity';
 import { RegisterTrainerArgs } from './trainer.inputs';
 import { visibleEmail } from './trainer.service';
+
+const creatureFieldLists = new WeakMap<ReadonlySet<string>, CreatureField[]>();
+
+/** The creature properties a `creatures` field selects (its `trainer` field reads trainerId, always read). */
+function creatureFields(info: GraphQLResolveInfo): CreatureField[] {
+  const names = selectedFieldNames(info);
+  let fields = creatureFieldLists.get(names);
+  if (!fields) {
+    fields = [...names].filter(isCreatureField).sort();
+    creatureFieldLists.set(names, fields);
+  }
+  return fields;
+}
 
 const countRegistration: MiddlewareFn<GraphQLContext> = async ({ context }, next) => {
   await context.services.trainers.countRegistration(context.clientIp);
@@ -94,8 +108,13 @@ export class TrainerResolver {
   }
 
   @FieldResolver(() => [Creature], { description: "This trainer's creatures, oldest first (by id)." })
-  creatures(@Root() trainer: Trainer, @Args() { limit, offset }: PageArgs, @Ctx() ctx: GraphQLContext): Promise<Creature[]> {
-    return ctx.loaders.creaturePage(trainer.id, limit, offset);
+  creatures(
+    @Root() trainer: Trainer,
+    @Args() { limit, offset }: PageArgs,
+    @Ctx() ctx: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
+  ): Promise<Creature[]> {
+    return ctx.loaders.creaturePage(trainer.id, limit, offset, creatureFields(info));
   }
 }
 

@@ -1,0 +1,138 @@
+import type { ApolloServerOptionsWithGateway } from '@apollo/server';
+import {
+  execute,
+  getVariableValues,
+  GraphQLError,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  typeFromAST,
+  type GraphQLInputType,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLSchema,
+} from 'graphql';
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+
+type Gateway = ApolloServerOptionsWithGateway<Record<string, unknown>>['gateway'];
+type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
+
+/** Documents longer than this are never compiled: a client's own queries are short, and compiling costs CPU. */
+const MAX_COMPILED_LENGTH = 4096;
+/** Compiled documents kept at once (least recently used first out). */
+const MAX_COMPILED = 256;
+
+/**
+ * graphql-jit reports errors with a GraphQLError of its own, without the `extensions` object
+ * graphql-js always sets; Apollo reads `extensions.code` and, failing, answered "Internal server
+ * error" for every error, an AppError's too. Each becomes graphql's own, with the same message,
+ * locations, path and cause.
+ */
+function asGraphQLError(error: GraphQLError): GraphQLError {
+  const converted = new GraphQLError(error.message, {
+    path: error.path,
+    originalError: error.originalError,
+    extensions: error.extensions,
+  });
+  (converted as { locations?: GraphQLError['locations'] }).locations = error.locations;
+  return converted;
+}
+
+/**
+ * A value graphql-js has coerced, written back as a client would send it (enums by name,
+ * scalars serialized), defaults included.
+ */
+function asInput(type: GraphQLInputType, value: unknown): unknown {
+  if (value === null || value === undefined) return value;
+  if (isNonNullType(type)) return asInput(type.ofType, value);
+  if (isListType(type)) return Array.isArray(value) ? value.map((item) => asInput(type.ofType, item)) : asInput(type.ofType, value);
+  if (isInputObjectType(type)) {
+    const fields = type.getFields();
+    return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, asInput(fields[name].type, item)]));
+  }
+  return type.serialize(value);
+}
+
+/**
+ * Runs operations through graphql-jit, which compiles a document into JavaScript that resolves
+ * it, instead of graphql-js's generic interpreter: for the nested page (100 trainers × 10
+ * creatures) far fewer objects and promises per field, which is most of its CPU (see
+ * bench/README.md). Apollo Server takes a custom executor only through its gateway interface;
+ * everything before execution (parsing, validation, limits, plugins, error formatting) is Apollo's
+ * as before.
+ *
+ * A document is compiled the second time it is executed, and only when short: a stream of
+ * distinct documents (an attacker's, or one-off queries) runs on graphql-js and costs no
+ * compilation. Compiled documents are kept in a bounded LRU keyed by the parsed document, which
+ * Apollo's document store hands back for the same query text.
+ */
+export class CompilingExecutor {
+  private readonly seen = new WeakMap<DocumentNode, number>();
+  private readonly compiled = new Map<DocumentNode, Map<string, CompiledQuery>>();
+
+  constructor(private readonly schema: GraphQLSchema) {}
+
+  readonly execute: Executor = async (requestContext) => {
+    const { document, request, operation, context: contextValue } = requestContext;
+    const operationName = request.operationName ?? null;
+    const variables = request.variables ?? {};
+    const compiled = this.compiledFor(document, operationName);
+    if (compiled) {
+      // graphql-jit's own variable handling differs from graphql-js: its errors name the wrong
+      // variable and carry no location, and it refuses a variable or input field left out that
+      // has a default. graphql-js coerces the variables (its messages, BAD_USER_INPUT), and the
+      // compiled query gets them back in input form, defaults filled in.
+      const definitions = operation.variableDefinitions ?? [];
+      const coerced = getVariableValues(this.schema, definitions, variables, { maxErrors: 10 });
+      if (coerced.errors) return { errors: coerced.errors };
+      const input: Record<string, unknown> = {};
+      for (const definition of definitions) {
+        const name = definition.variable.name.value;
+        if (!Object.hasOwn(coerced.coerced, name)) continue;
+        const type = typeFromAST(this.schema, definition.type) as GraphQLInputType;
+        input[name] = asInput(type, coerced.coerced[name]);
+      }
+      const result = (await compiled.query(undefined, contextValue, input)) as ExecutionResult;
+      return result.errors ? { ...result, errors: result.errors.map(asGraphQLError) } : result;
+    }
+    return execute({ schema: this.schema, document, contextValue, variableValues: variables, operationName });
+  };
+
+  /** The compiled operation when this document has earned one, else undefined (run it on graphql-js). */
+  private compiledFor(document: DocumentNode, operationName: string | null): CompiledQuery | undefined {
+    const key = operationName ?? '';
+    const operations = this.compiled.get(document);
+    const hit = operations?.get(key);
+    if (hit) {
+      // Most recently used last.
+      this.compiled.delete(document);
+      this.compiled.set(document, operations!);
+      return hit;
+    }
+    if ((document.loc?.source.body.length ?? Infinity) > MAX_COMPILED_LENGTH) return undefined;
+    const uses = (this.seen.get(document) ?? 0) + 1;
+    this.seen.set(document, uses);
+    if (uses < 2) return undefined;
+    const result = compileQuery(this.schema, document, operationName ?? undefined);
+    if (!isCompiledQuery(result)) return undefined;
+    const entry = operations ?? new Map<string, CompiledQuery>();
+    entry.set(key, result);
+    this.compiled.delete(document);
+    this.compiled.set(document, entry);
+    if (this.compiled.size > MAX_COMPILED) this.compiled.delete(this.compiled.keys().next().value!);
+    return result;
+  }
+
+  /** Apollo's gateway interface around this executor, for a schema that never changes. */
+  gateway(): Gateway {
+    const schema = this.schema;
+    return {
+      load: async () => ({ executor: this.execute }),
+      onSchemaLoadOrUpdate: (callback) => {
+        callback({ apiSchema: schema, coreSupergraphSdl: '' });
+        return () => undefined;
+      },
+      stop: async () => undefined,
+    };
+  }
+}
