@@ -74,11 +74,17 @@ export class TrainerQueries {
    * connection's prepared-statement cache with shapes used once.
    */
   async byIds(ids: readonly number[], countFor: readonly number[]): Promise<Map<number, Trainer>> {
+    // Every trainer counted (a page): no CASE, whose IN list the database would test on each row.
+    const countAll = countFor.length > 0 && countFor.length === ids.length && countFor.every((id, i) => id === ids[i]);
     const counted =
-      countFor.length === 0 ? '' : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
+      countFor.length === 0
+        ? ''
+        : countAll
+          ? `, ${CREATURE_COUNT} AS creaturesOwned`
+          : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
     const rows = await this.sql.rows<TrainerRow>(
       `SELECT ${COLUMNS}${counted} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
-      [...countFor, ...ids],
+      countAll ? ids : [...countFor, ...ids],
       { prepared: ids.length + countFor.length <= 4 },
     );
     return new Map(rows.map((row) => [sqlInt(row.id), toTrainer(row)]));
