@@ -127,8 +127,9 @@ export class TrainerService {
 
   private async readBatch(keys: readonly TrainerRead[]): Promise<(Trainer | null)[]> {
     const ids = [...new Set(keys.map((key) => key.id))];
-    const countFor = [...new Set(keys.filter((key) => key.count).map((key) => key.id))];
-    const found = await this.queries.byIds(ids, countFor);
+    const counted = [...new Set(keys.filter((key) => key.count).map((key) => key.id))];
+    // When most are to be counted (pages), all are: a count costs less than a CASE testing the list on each row.
+    const found = await this.queries.byIds(ids, counted.length * 2 >= ids.length ? ids : counted);
     // A trainer object per read: requests never share one, and only those that asked get the count.
     return keys.map((key) => {
       const row = found.get(key.id);
@@ -162,9 +163,10 @@ export class TrainerService {
     await this.index.sync();
     const ids = this.index.pageIds(limit, offset, afterId, filter);
     const pageIds = ids.slice(0, limit);
-    const found = pageIds.length === 0 ? new Map<number, Trainer>() : await this.queries.byIds(pageIds, withCounts ? pageIds : []);
+    // Read with every other trainer read of this turn (see `reads`): concurrent pages share a statement.
+    const found = await Promise.all(pageIds.map((id) => this.reads.load({ id, count: withCounts })));
     // A trainer removed by plain SQL since this process started is left out (see TrainerIndex).
-    const items = pageIds.flatMap((id) => found.get(id) ?? []);
+    const items = found.filter((trainer): trainer is Trainer => trainer !== null);
     const nextCursor = ids.length > limit ? this.cursors.encode(pageIds[pageIds.length - 1]) : null;
     return { items, limit, offset, nextCursor, total: () => this.index.count(filter) };
   }
