@@ -71,13 +71,31 @@ describe.each(databases)('trainer lists across instances on %s', (kind) => {
     expect((await listVia(a, 'rest')).totalCount).toBe(await sqlCount());
   });
 
-  it('is exact again on an instance that starts afresh after rows were removed by plain SQL', async () => {
+  it('is exact again on an instance that starts afresh after rows were imported and removed by plain SQL', async () => {
     const [a, , fresh] = instances.apps;
     const doomed = await createTrainer(a);
     await listVia(a, 'rest');
     await a.dataSource.query('DELETE FROM trainer WHERE id = ?', [doomed.trainer.id]);
+    // More trainers than the index reads in one statement (5,000), as an import would add them.
+    const stem = unique('imp').toLowerCase();
+    for (let batch = 0; batch < 24; batch += 1) {
+      const rows = Array.from({ length: 500 }, (_, i) => {
+        const nickname = `${stem}_${batch * 500 + i}`;
+        return `('${nickname}', '${nickname}', 'I', 'M', '${nickname}@example.test', 'x', 'VALOR', '2026-01-01 00:00:00.000')`;
+      });
+      await a.dataSource.query(
+        `INSERT INTO trainer (nickname, nickname_key, first_name, last_name, email, password_hash, team, created_at) VALUES ${rows.join(', ')}`,
+      );
+    }
+    const total = await sqlCount();
     const page = await listVia(fresh, 'rest');
-    expect(page.totalCount).toBe(await sqlCount());
+    expect(page.totalCount).toBe(total);
     expect(page.items.map((t) => t.id)).not.toContain(doomed.trainer.id);
+    const rest = restDriver(fresh);
+    const last = value(await rest.listTrainers(me.token, { limit: 5, offset: total - 5 }));
+    const expected = await a.dataSource.query<{ id: number | string }[]>(`SELECT id FROM trainer ORDER BY id LIMIT 5 OFFSET ${total - 5}`);
+    expect(last.items.map((t) => t.id)).toEqual(expected.map((row) => Number(row.id)));
+    const imported = value(await rest.listTrainers(me.token, { limit: 1, filter: { nicknameContains: `${stem}_11999` } }));
+    expect([imported.totalCount, imported.items[0]?.nickname]).toEqual([1, `${stem}_11999`]);
   });
 });
