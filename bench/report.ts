@@ -6,6 +6,8 @@ export interface CaseResult {
   requestsPerSecond: number;
   p50: number;
   p99: number;
+  /** Mean latency in ms (autocannon's, to the hundredth: p50 is whole or half milliseconds). */
+  mean?: number;
   errors: number;
   /** SQL statements the service sent per request, from its db_statements_total counter. */
   statementsPerRequest: number;
@@ -31,6 +33,7 @@ interface Summary {
   name: string;
   requestsPerSecond: number;
   ratio: number;
+  mean: number;
   p50: number;
   p99: number;
   errors: number;
@@ -48,6 +51,7 @@ function summarize(report: Report): Summary[] {
     return {
       name,
       requestsPerSecond: mean(runs.map((r) => r.requestsPerSecond)),
+      mean: mean(runs.map((r) => r.mean ?? NaN)),
       p50: mean(runs.map((r) => r.p50)),
       p99: mean(runs.map((r) => r.p99)),
       errors: runs.reduce((a, r) => a + r.errors, 0),
@@ -103,11 +107,13 @@ function checkTargets(report: Report): TargetCheck[] {
       (v) => v >= 0.5,
       (v) => `${ratio(v)} (${fmt(list?.requestsPerSecond ?? NaN)} vs ${fmt(byId?.requestsPerSecond ?? NaN)} req/s)`,
     ),
+    // Mean latency at one connection: the p50 of a 1 ms request is reported as 0.5 or 1.
     check(
-      'cursor page at the end: p50 within 2× the first page (1 connection)',
-      end && first ? end.p50 / Math.max(first.p50, 0.1) : undefined,
+      'cursor page at the end: latency within 2× the first page (1 connection)',
+      end && first ? end.mean / first.mean : undefined,
       (v) => v <= 2,
-      (v) => `${ratio(v)} (${fmt(end?.p50 ?? NaN, 1)} vs ${fmt(first?.p50 ?? NaN, 1)} ms)`,
+      (v) =>
+        `${ratio(v)} (mean ${fmt(end?.mean ?? NaN, 2)} vs ${fmt(first?.mean ?? NaN, 2)} ms; p50 ${fmt(end?.p50 ?? NaN, 1)} vs ${fmt(first?.p50 ?? NaN, 1)} ms)`,
     ),
     check('nicknameContains p50 ≤ 25 ms (1 connection)', row('GraphQL nicknameContains, 1 connection')?.p50, (v) => v <= 25, ms),
     check(
