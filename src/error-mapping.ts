@@ -49,5 +49,9 @@ export function toAppError(error: unknown): AppError {
 /** Failures that are not the client's are logged (with the cause); the client only gets the catalogue code. */
 export function logIfUnexpected(log: FastifyBaseLogger, error: unknown, appError: AppError): void {
   if (appError.code === 'INTERNAL_SERVER_ERROR') log.error({ err: error }, 'unexpected error');
-  else if (appError.code === 'SERVICE_UNAVAILABLE') log.error({ err: error }, 'database unavailable');
+  else if (appError.code === 'SERVICE_UNAVAILABLE') {
+    // Mapped where the statement failed (db/sql.ts): the driver's own error is its cause.
+    const cause = error instanceof AppError && error.cause !== undefined ? error.cause : error;
+    log.error({ err: cause }, 'database unavailable');
+  }
 }

@@ -92,7 +92,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  */
 export function unavailableAsAppError<E>(error: E): E | AppError {
   if (!(error instanceof AppError) && isDatabaseUnavailable(error)) {
-    return new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; try again shortly');
+    const unavailable = new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; try again shortly');
+    // The driver's error, for the log (logIfUnexpected); clients see only the code and message.
+    unavailable.cause = error;
+    return unavailable;
   }
   return error;
 }

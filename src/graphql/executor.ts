@@ -1,6 +1,8 @@
 import type { ApolloServerOptionsWithGateway } from '@apollo/server';
 import {
   execute,
+  Kind,
+  visit,
   getVariableValues,
   GraphQLError,
   isInputObjectType,
@@ -26,6 +28,35 @@ type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
  */
 const MAX_COMPILED_LENGTH = 2048;
 const COMPILE_AFTER = 10;
+/** `seen` marks a document that is never compiled. */
+const NEVER = -1;
+
+/**
+ * Whether graphql-jit 0.8.9 answers this document as graphql-js does. Not when it holds:
+ * - `@skip` or `@include`: graphql-jit records their conditions on the document's own field
+ *   nodes and never clears them, so a fragment's other uses, and the document's other
+ *   operations, took on the condition (`b: trainer { ...F }` came back `{}`);
+ * - a variable inside a list or object literal (`filter: { team: $t }`): left out, it became
+ *   null instead of absent, so the filter matched no one and a field's default was lost;
+ * - more than one operation: one compiled query per document keeps the cache's bound a bound.
+ */
+function compilable(document: DocumentNode): boolean {
+  if (document.definitions.filter((definition) => definition.kind === Kind.OPERATION_DEFINITION).length !== 1) return false;
+  let safe = true;
+  let literalDepth = 0;
+  visit(document, {
+    Directive(node) {
+      if (node.name.value === 'skip' || node.name.value === 'include') safe = false;
+    },
+    ObjectValue: { enter: () => void (literalDepth += 1), leave: () => void (literalDepth -= 1) },
+    ListValue: { enter: () => void (literalDepth += 1), leave: () => void (literalDepth -= 1) },
+    Variable() {
+      if (literalDepth > 0) safe = false;
+    },
+  });
+  return safe;
+}
+
 /** Compiled documents kept at once (least recently used first out). */
 const MAX_COMPILED = 256;
 
@@ -74,7 +105,7 @@ function asInput(type: GraphQLInputType, value: unknown): unknown {
  */
 export class CompilingExecutor {
   private readonly seen = new WeakMap<DocumentNode, number>();
-  private readonly compiled = new Map<DocumentNode, Map<string, CompiledQuery>>();
+  private readonly compiled = new Map<DocumentNode, CompiledQuery>();
 
   constructor(private readonly schema: GraphQLSchema) {}
 
@@ -82,7 +113,7 @@ export class CompilingExecutor {
     const { document, request, operation, context: contextValue } = requestContext;
     const operationName = request.operationName ?? null;
     const variables = request.variables ?? {};
-    const compiled = this.compiledFor(document, operationName);
+    const compiled = this.compiledFor(document);
     if (compiled) {
       // graphql-jit's own variable handling differs from graphql-js: its errors name the wrong
       // variable and carry no location, and it refuses a variable or input field left out that
@@ -105,27 +136,34 @@ export class CompilingExecutor {
   };
 
   /** The compiled operation when this document has earned one, else undefined (run it on graphql-js). */
-  private compiledFor(document: DocumentNode, operationName: string | null): CompiledQuery | undefined {
-    const key = operationName ?? '';
-    const operations = this.compiled.get(document);
-    const hit = operations?.get(key);
+  private compiledFor(document: DocumentNode): CompiledQuery | undefined {
+    const hit = this.compiled.get(document);
     if (hit) {
       // Most recently used last.
       this.compiled.delete(document);
-      this.compiled.set(document, operations!);
+      this.compiled.set(document, hit);
       return hit;
     }
-    if ((document.loc?.source.body.length ?? Infinity) > MAX_COMPILED_LENGTH) return undefined;
-    const uses = (this.seen.get(document) ?? 0) + 1;
-    this.seen.set(document, uses);
-    if (uses < COMPILE_AFTER) return undefined;
-    const result = compileQuery(this.schema, document, operationName ?? undefined);
-    if (!isCompiledQuery(result)) return undefined;
-    const entry = operations ?? new Map<string, CompiledQuery>();
-    entry.set(key, result);
-    this.compiled.delete(document);
-    this.compiled.set(document, entry);
-    if (this.compiled.size > MAX_COMPILED) this.compiled.delete(this.compiled.keys().next().value!);
+    const short = (document.loc?.source.body.length ?? Infinity) <= MAX_COMPILED_LENGTH;
+    const uses = this.seen.get(document) ?? (short && compilable(document) ? 0 : NEVER);
+    if (uses === NEVER) {
+      this.seen.set(document, NEVER);
+      return undefined;
+    }
+    this.seen.set(document, uses + 1);
+    if (uses + 1 < COMPILE_AFTER) return undefined;
+    const result = compileQuery(this.schema, document);
+    if (!isCompiledQuery(result)) {
+      this.seen.set(document, NEVER);
+      return undefined;
+    }
+    this.compiled.set(document, result);
+    if (this.compiled.size > MAX_COMPILED) {
+      const evicted = this.compiled.keys().next().value!;
+      this.compiled.delete(evicted);
+      // It runs COMPILE_AFTER times on graphql-js again before it is compiled again.
+      this.seen.set(evicted, 0);
+    }
     return result;
   }
 

@@ -12,19 +12,30 @@ const resolvers = [TrainerResolver, TrainerPageResolver, CreatureResolver, AuthR
 /**
  * Argument objects found valid, by class and JSON: the 100 `creatures(limit: 10)` fields of a
  * page carry the same arguments, and class-validator took measurable CPU checking each one
- * (node --cpu-prof). Only small objects are remembered, and at most MAX_VERDICTS per class.
+ * (node --cpu-prof). Only small objects of numbers, booleans and nulls are remembered (no text:
+ * a password or an email must not outlive its request), at most MAX_VERDICTS per class.
  */
 const validArguments = new WeakMap<object, Set<string>>();
 const MAX_VERDICTS = 1000;
 const MAX_VERDICT_KEY = 256;
 
+/** The JSON of a value that holds no text (nested objects and arrays allowed), else undefined. */
+function textFreeKey(value: object): string | undefined {
+  let text = false;
+  const key = JSON.stringify(value, (_name, item: unknown) => {
+    if (typeof item === 'string') text = true;
+    return item;
+  });
+  return text || key.length > MAX_VERDICT_KEY ? undefined : key;
+}
+
 async function validateArguments(value: unknown): Promise<void> {
   if (value === null || typeof value !== 'object') return;
+  const key = textFreeKey(value);
   const known = validArguments.get(value.constructor);
-  const key = JSON.stringify(value);
-  if (known?.has(key)) return;
+  if (key !== undefined && known?.has(key)) return;
   await validateOrThrow(value);
-  if (key.length > MAX_VERDICT_KEY) return;
+  if (key === undefined) return;
   if (!known) validArguments.set(value.constructor, new Set([key]));
   else if (known.size < MAX_VERDICTS) known.add(key);
 }

@@ -4,6 +4,8 @@ import type { IndexRow, TrainerQueries } from './trainer.queries';
 
 /** Ids missing between two known ones are asked for again this long (an insert may commit late). */
 const HOLE_MS = 10_000;
+/** Holes watched at once. */
+const MAX_HOLES = 10_000;
 /** Holes asked for in one catch-up; the rest are asked in the next ones, while they are watched. */
 const MAX_HOLES_ASKED = 1000;
 /** Rows read per statement while catching up (a new process reads every trainer). */
@@ -54,8 +56,9 @@ export class TrainerIndex {
   private async catchUp(): Promise<void> {
     const now = this.now();
     for (const [id, since] of this.holes) if (now - since > HOLE_MS) this.holes.delete(id);
-    // Bounded: ids handed out two by two (auto_increment_increment) would leave a hole per trainer.
-    let holes = [...this.holes.keys()].slice(0, MAX_HOLES_ASKED);
+    // Bounded, newest first (a registration that commits late left one of the newest holes): ids
+    // handed out two by two (auto_increment_increment) would leave a hole per trainer.
+    let holes = [...this.holes.keys()].slice(-MAX_HOLES_ASKED);
     // In chunks: 100k rows in one answer held about 20 MB more of memory while they were read.
     for (;;) {
       const last = this.ids.at(-1) ?? 0;
@@ -69,6 +72,8 @@ export class TrainerIndex {
         }
         if (row.id - previous > 1 && row.id - previous <= MAX_HOLE && previous > 0) {
           for (let id = previous + 1; id < row.id; id += 1) this.holes.set(id, now);
+          // The oldest go first beyond MAX_HOLES: they are the least likely to commit still.
+          while (this.holes.size > MAX_HOLES) this.holes.delete(this.holes.keys().next().value!);
         }
         this.ids.push(row.id);
         this.keys.push(row.nicknameKey);

@@ -43,7 +43,8 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
   });
 
   it('fails fast with SERVICE_UNAVAILABLE while MySQL is away, under load, and recovers by itself', async () => {
-    const app = await buildApp(testConfig(proxiedUrl));
+    const lines: string[] = [];
+    const app = await buildApp(testConfig(proxiedUrl, { LOG_LEVEL: 'error' }), { logStream: { write: (line) => lines.push(line) } });
     try {
       const { trainer, token } = await createTrainer(app);
       const graphql = () => gql<{ me: { id: string } }>(app, '{ me { id creaturesOwned } }', {}, token);
@@ -67,6 +68,11 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
       expect(down[1].statusCode).toBe(503);
       expect(down[1].json<Problem>().code).toBe('SERVICE_UNAVAILABLE');
       expect(down[2].statusCode).toBe(503);
+      // The log names what the driver saw, not only the code the client got.
+      const unavailable = lines.map((line) => JSON.parse(line) as { msg?: string; err?: { message?: string; type?: string } });
+      const logged = unavailable.filter((entry) => entry.msg === 'database unavailable');
+      expect(logged.length).toBeGreaterThan(0);
+      expect(logged.every((entry) => entry.err?.type !== 'AppError')).toBe(true);
 
       await proxy.restore();
       const back = await eventually(graphql, (r) => r.errors === undefined, 5000);

@@ -97,4 +97,20 @@ describe.each(databases)('the compiled executor on %s', (kind) => {
     expect(answers[1]).toEqual(answers[0]);
     expect(answers[2]).toEqual(answers[0]);
   });
+
+  it('answers alike when a fragment is included in one place and plainly used in another', async () => {
+    const query = 'query Q($x: Boolean!) { a: me { ...F @include(if: $x) } b: me { ...F } } fragment F on Trainer { id nickname }';
+    const answers = await thrice(query, { x: false });
+    expect(answers[0].data).toEqual({ a: {}, b: { id: String(me.trainer.id), nickname: me.trainer.nickname } });
+    expect(answers[1]).toEqual(answers[0]);
+    expect(answers[2]).toEqual(answers[0]);
+  });
+
+  it('leaves a variable that was not given out of an input object, as graphql-js does', async () => {
+    const all = await gql<{ trainers: { totalCount: number } }>(t.app, '{ trainers(limit: 1) { totalCount } }', {}, me.token);
+    const answers = await thrice('query($t: Team) { trainers(limit: 1, filter: { team: $t }) { totalCount } }', {});
+    expect(answers[0].data).toEqual({ trainers: { totalCount: all.data!.trainers.totalCount } });
+    expect(answers[1]).toEqual(answers[0]);
+    expect(answers[2]).toEqual(answers[0]);
+  });
 });
