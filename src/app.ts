@@ -10,6 +10,7 @@ import { DatabaseConnector } from './db/connector';
 import { registerGraphQL } from './graphql/plugin';
 import { AppError } from './errors';
 import { limitBodyChunks, registerStrictJsonParser } from './http/json-body';
+import { schedulePurge } from './auth/session.service';
 import { routeEveryMethod } from './http/method-not-allowed';
 import { clientErrorHandler, problemErrorHandler, problemNotFoundHandler, sendProblem } from './rest/problem';
 import { registerDocs } from './ops/docs';
@@ -129,6 +130,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
     const services = createServices(dataSource, config, redis);
     app.decorate('services', services);
+    const purge = schedulePurge(services.sessions, app.log);
+    app.addHook('onClose', () => purge.stop());
 
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
@@ -137,9 +140,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,
-      methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+      methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
       allowedHeaders: ['Authorization', 'Content-Type', 'Apollo-Require-Preflight', 'X-Request-Id'],
-      exposedHeaders: ['X-Request-Id', 'Location', 'Retry-After'],
+      exposedHeaders: ['X-Request-Id', 'Location', 'Retry-After', 'Link'],
       maxAge: 600,
     });
     // Anything but JSON is 415 on both transports (a text/plain POST would also dodge CSRF checks).

@@ -13,6 +13,8 @@ export interface Config {
   readonly database: DatabaseConfig;
   readonly jwtSecret: string;
   readonly jwtTtlSeconds: number;
+  /** How long a refresh token (and so a session not refreshed since) stays valid. */
+  readonly refreshTtlSeconds: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly corsOrigins: readonly string[];
   readonly graphqlIntrospection: boolean;
@@ -109,6 +111,7 @@ const envSchema = z.object({
   DATABASE_URL: databaseUrl.prefault(DEFAULT_DATABASE_URL),
   JWT_SECRET: z.string().optional(),
   JWT_TTL: duration.default(3600),
+  REFRESH_TTL: duration.default(30 * 86400),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   CORS_ORIGINS: z
     .string()
@@ -227,6 +230,7 @@ export function loadConfig(env: Env = process.env): Config {
     database: Object.freeze(e.DATABASE_URL),
     jwtSecret,
     jwtTtlSeconds: e.JWT_TTL,
+    refreshTtlSeconds: e.REFRESH_TTL,
     logLevel: e.LOG_LEVEL,
     corsOrigins: Object.freeze(e.CORS_ORIGINS),
     graphqlIntrospection: e.GRAPHQL_INTROSPECTION ?? !isProduction,

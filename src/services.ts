@@ -13,12 +13,15 @@ import { QUERY_TIMEOUT_MS } from './db/data-source';
 import { Sql } from './db/sql';
 import { TrainerQueries } from './trainers/trainer.queries';
 import { CursorCodec } from './common/cursor';
+import { SessionQueries } from './auth/session.queries';
+import { SessionService } from './auth/session.service';
 
 /** The service layer both transports call. Built once per app; no module-level state. */
 export interface Services {
   readonly trainers: TrainerService;
   readonly creatures: CreatureService;
   readonly auth: AuthService;
+  readonly sessions: SessionService;
   readonly hasher: PasswordHasher;
 }
 
@@ -39,6 +42,7 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     delay,
   });
   const trainers = new TrainerService(trainerQueries, creatureQueries, hasher, throttle, new CursorCodec(config.jwtSecret, 'trainers'));
-  const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher);
-  return { trainers, creatures, auth, hasher };
+  const sessions = new SessionService(new SessionQueries(sql), config.refreshTtlSeconds);
+  const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
+  return { trainers, creatures, auth, sessions, hasher };
 }

@@ -6,11 +6,15 @@ import type { TokenIssuer } from './jwt';
 import type { LoginThrottle } from './login-throttle';
 import type { PasswordHasher } from './password';
 import { RequestAuth } from './request-auth';
+import type { SessionService, SessionTokens } from './session.service';
 
+/** The answer to authenticate and refreshSession: an access token, the session's refresh token, the trainer. */
 export interface Authentication {
   readonly token: string;
   readonly tokenType: 'Bearer';
   readonly expiresAt: Date;
+  readonly refreshToken: string;
+  readonly refreshExpiresAt: Date;
   readonly trainer: Trainer;
 }
 
@@ -22,6 +26,7 @@ export class AuthService {
     private readonly tokens: TokenIssuer,
     private readonly throttle: LoginThrottle,
     private readonly hasher: PasswordHasher,
+    private readonly sessions: SessionService,
   ) {
     // Computed ahead, so the first unknown email costs no more than any other login.
     hasher.decoyHash().catch(() => undefined);
@@ -41,12 +46,45 @@ export class AuthService {
     const trainer = credentials && correct && matches(PASSWORD_PATTERN, password) ? await this.trainers.findById(credentials.id) : null;
     if (!trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
     await this.throttle.succeeded(email);
-    const { token, expiresAt } = this.tokens.issue(trainer.id);
-    return { token, tokenType: 'Bearer', expiresAt, trainer };
+    return this.answer(trainer, await this.sessions.open(trainer.id));
+  }
+
+  /**
+   * A new token pair for a refresh token, which is spent by it (see SessionService.rotate).
+   * Counted against the client's address like authenticate, before anything is read.
+   */
+  async refresh(refreshToken: string, clientIp: string): Promise<Authentication> {
+    await this.throttle.refreshing(clientIp);
+    const session = await this.sessions.rotate(refreshToken);
+    const trainer = await this.trainers.findById(session.trainerId);
+    if (!trainer) throw new AppError('UNAUTHENTICATED', 'Invalid, expired or revoked refresh token');
+    return this.answer(trainer, session);
+  }
+
+  /**
+   * Ends the caller's session, or with `everywhere` every session of the caller: their refresh
+   * tokens and access tokens stop working at once (UNAUTHENTICATED from the next request on).
+   */
+  async logout(auth: RequestAuth, everywhere: boolean): Promise<void> {
+    const viewer = await auth.requireViewer();
+    if (everywhere) await this.sessions.endAll(viewer.id);
+    else await this.sessions.end(auth.sessionId());
+  }
+
+  private answer(trainer: Trainer, session: SessionTokens): Authentication {
+    const { token, expiresAt } = this.tokens.issue(trainer.id, session.sessionId);
+    return {
+      token,
+      tokenType: 'Bearer',
+      expiresAt,
+      refreshToken: session.refreshToken,
+      refreshExpiresAt: session.refreshExpiresAt,
+      trainer,
+    };
   }
 
   /** Who is calling, for one request (see RequestAuth). */
   forRequest(authorization: string | undefined, onKnown?: (viewer: Trainer | null) => void): RequestAuth {
-    return new RequestAuth(authorization, this.tokens, (id) => this.trainers.findById(id), onKnown);
+    return new RequestAuth(authorization, this.tokens, (id, sessionId) => this.trainers.findCaller(id, sessionId), onKnown);
   }
 }

@@ -14,6 +14,12 @@ export interface IssuedToken {
   readonly expiresAt: Date;
 }
 
+/** What a valid access token says: whose it is and which session it belongs to (its `sid`). */
+export interface TokenClaims {
+  readonly trainerId: number;
+  readonly sessionId: number;
+}
+
 export class TokenIssuer {
   /*
    * A KeyObject made once: given a string, jsonwebtoken first tries to read it as a PEM public
@@ -22,11 +28,12 @@ export class TokenIssuer {
    */
   private readonly secret: KeyObject;
   /**
-   * Tokens already verified, with their trainer and expiry: a client sends the same token with
+   * Tokens already verified, with their claims and expiry: a client sends the same token with
    * every request for its lifetime, and the signature of that exact string cannot change. The
-   * expiry is still checked on every use. Bounded (oldest out first).
+   * expiry is still checked on every use, and whether its session is still open is the caller
+   * check's (RequestAuth), on every request. Bounded (oldest out first).
    */
-  private readonly verified = new Map<string, { id: number; expiresAtMs: number }>();
+  private readonly verified = new Map<string, TokenClaims & { expiresAtMs: number }>();
 
   constructor(
     secret: string,
@@ -35,10 +42,10 @@ export class TokenIssuer {
     this.secret = createSecretKey(Buffer.from(secret, 'utf8'));
   }
 
-  issue(trainerId: number, now = Date.now()): IssuedToken {
+  issue(trainerId: number, sessionId: number, now = Date.now()): IssuedToken {
     const iat = Math.floor(now / 1000);
     const exp = iat + this.ttlSeconds;
-    const token = jwt.sign({ iat, exp }, this.secret, {
+    const token = jwt.sign({ iat, exp, sid: String(sessionId) }, this.secret, {
       algorithm: ALGORITHM,
       subject: String(trainerId),
       issuer: JWT_ISSUER,
@@ -47,23 +54,25 @@ export class TokenIssuer {
     return { token, expiresAt: new Date(exp * 1000) };
   }
 
-  /** The trainer id in a valid token, or undefined for anything else (never throws). */
-  verify(token: string, now = Date.now()): number | undefined {
+  /**
+   * The claims of a valid token, or undefined for anything else (never throws). A token without
+   * a `sid` (issued before sessions existed) is not valid.
+   */
+  verify(token: string, now = Date.now()): TokenClaims | undefined {
     const known = this.verified.get(token);
     if (known) {
-      if (now < known.expiresAtMs) return known.id;
+      if (now < known.expiresAtMs) return known;
       this.verified.delete(token);
       return undefined;
     }
-    const id = this.verifySignature(token);
-    if (id !== undefined) {
-      if (this.verified.size >= VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
-      this.verified.set(token, id);
-    }
-    return id?.id;
+    const claims = this.verifySignature(token);
+    if (claims === undefined || now >= claims.expiresAtMs) return undefined;
+    if (this.verified.size >= VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(token, claims);
+    return claims;
   }
 
-  private verifySignature(token: string): { id: number; expiresAtMs: number } | undefined {
+  private verifySignature(token: string): (TokenClaims & { expiresAtMs: number }) | undefined {
     try {
       const payload = jwt.verify(token, this.secret, {
         algorithms: [ALGORITHM],
@@ -71,12 +80,21 @@ export class TokenIssuer {
         audience: JWT_AUDIENCE,
       });
       if (typeof payload !== 'object' || typeof payload.exp !== 'number') return undefined;
-      const id = typeof payload.sub === 'string' ? parseId(payload.sub) : undefined;
-      return id === undefined ? undefined : { id, expiresAtMs: payload.exp * 1000 };
+      const trainerId = typeof payload.sub === 'string' ? parseId(payload.sub) : undefined;
+      const sessionId = typeof payload.sid === 'string' ? parseSessionId(payload.sid) : undefined;
+      if (trainerId === undefined || sessionId === undefined) return undefined;
+      return { trainerId, sessionId, expiresAtMs: payload.exp * 1000 };
     } catch {
       return undefined;
     }
   }
+}
+
+/** A session id (a BIGINT row id) as the `sid` claim writes it: a positive decimal integer. */
+function parseSessionId(text: string): number | undefined {
+  if (!/^[1-9]\d{0,15}$/.test(text)) return undefined;
+  const id = Number(text);
+  return Number.isSafeInteger(id) ? id : undefined;
 }
 
 /** The token of an `Authorization: Bearer <token>` header; undefined when absent or malformed. */

@@ -68,6 +68,11 @@ export class LoginThrottle {
     await this.consume(this.failures, this.key(email), 'failed logins for this account');
   }
 
+  /** Counts a refresh against the client's address (the authenticate limit); RATE_LIMITED over it. */
+  async refreshing(ip: string): Promise<void> {
+    await this.consume(this.perIp, ip, 'login attempts from this address');
+  }
+
   /** Counts a registration attempt from `ip`, before anything is read or hashed; RATE_LIMITED over the hourly limit. */
   async registering(ip: string): Promise<void> {
     await this.consume(this.registrations, ip, 'registrations from this address');

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
-import { bearerToken, type TokenIssuer } from './jwt';
+import { bearerToken, type TokenClaims, type TokenIssuer } from './jwt';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -25,7 +25,9 @@ const refused = (authorization: string | undefined): AppError =>
  *   UNAUTHENTICATED. For refusing anonymous callers before anything else is read.
  * - `viewer()` / `requireViewer()`: the calling trainer, read once per request through the
  *   trainers' merged reads, so it shares a statement with every other trainer read of the same
- *   turn. A valid token whose trainer no longer exists is no caller.
+ *   turn. A valid token whose trainer no longer exists, or whose session (`sid`) has ended, is
+ *   no caller.
+ * - `sessionId()`: the token's session, for logout.
  * - `alongside(read)`: runs `read` and the caller check in the same turn (one statement when
  *   `read` is a trainer read); UNAUTHENTICATED wins over whatever `read` answers.
  */
@@ -36,26 +38,32 @@ export class RequestAuth {
   constructor(
     private readonly authorization: string | undefined,
     private readonly tokens: TokenIssuer,
-    private readonly findTrainer: (id: number) => Promise<Trainer | null>,
+    private readonly findCaller: (id: number, sessionId: number) => Promise<Trainer | null>,
     private readonly onKnown: (viewer: Trainer | null) => void = () => undefined,
   ) {}
 
-  /** The trainer id of a valid Bearer token, or undefined. */
-  private verifiedId(): number | undefined {
+  /** The claims of a valid Bearer token, or undefined. */
+  private claims(): TokenClaims | undefined {
     const token = bearerToken(this.authorization);
     return token === undefined ? undefined : this.tokens.verify(token);
   }
 
   tokenId(): number {
-    const id = this.verifiedId();
-    if (id === undefined) throw refused(this.authorization);
-    return id;
+    const claims = this.claims();
+    if (claims === undefined) throw refused(this.authorization);
+    return claims.trainerId;
+  }
+
+  sessionId(): number {
+    const claims = this.claims();
+    if (claims === undefined) throw refused(this.authorization);
+    return claims.sessionId;
   }
 
   viewer(): Promise<Trainer | null> {
     if (this.resolved) return this.resolved;
-    const id = this.verifiedId();
-    this.resolved = (id === undefined ? Promise.resolve(null) : this.findTrainer(id)).then((viewer) => {
+    const claims = this.claims();
+    this.resolved = (claims === undefined ? Promise.resolve(null) : this.findCaller(claims.trainerId, claims.sessionId)).then((viewer) => {
       this.knownViewer = viewer;
       this.onKnown(viewer);
       return viewer;

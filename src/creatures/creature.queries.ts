@@ -80,6 +80,31 @@ export class CreatureQueries {
     return row ? toCreature(row) : null;
   }
 
+  /**
+   * Changes a creature's name (with its key) and/or level if `trainerId` owns it; whether it did
+   * (false when it was deleted meanwhile). The unique index on (trainer, name key) decides
+   * duplicates, as for inserts.
+   */
+  async updateOwned(id: number, trainerId: number, change: { name?: string; nameKey?: string; level?: number }): Promise<boolean> {
+    const set: string[] = [];
+    const values: unknown[] = [];
+    if (change.name !== undefined) {
+      set.push('name = ?', 'name_key = ?');
+      values.push(change.name, change.nameKey);
+    }
+    if (change.level !== undefined) {
+      set.push('level = ?');
+      values.push(change.level);
+    }
+    // mysql2 asks for found rows: an update that changes nothing still counts its row.
+    const { affected } = await this.sql.write(`UPDATE creature SET ${set.join(', ')} WHERE id = ? AND trainer_id = ?`, [
+      ...values,
+      id,
+      trainerId,
+    ]);
+    return affected > 0;
+  }
+
   /** Deletes a creature if `trainerId` owns it; whether it did (false when a concurrent delete won). */
   async deleteOwned(id: number, trainerId: number): Promise<boolean> {
     const { affected } = await this.sql.write('DELETE FROM creature WHERE id = ? AND trainer_id = ?', [id, trainerId]);

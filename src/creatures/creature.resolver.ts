@@ -6,7 +6,7 @@ import type { GraphQLContext } from '../graphql/context';
 import { Viewer } from '../graphql/viewer.decorator';
 import { Trainer } from '../trainers/trainer.entity';
 import { Creature } from './creature.entity';
-import { CreateCreatureArgs } from './creature.inputs';
+import { CreateCreatureArgs, UpdateCreatureArgs } from './creature.inputs';
 
 @Resolver(() => Creature)
 export class CreatureResolver {
@@ -24,6 +24,12 @@ export class CreatureResolver {
     @Ctx() ctx: GraphQLContext,
   ): Promise<Creature> {
     return ctx.services.creatures.create(viewer, parseId(trainerId)!, input);
+  }
+
+  @Authorized()
+  @Mutation(() => Creature, { description: "Rename or re-level one of the authenticated trainer's creatures; returns it as it now is." })
+  updateCreature(@Args() { id, input }: UpdateCreatureArgs, @Viewer() viewer: Trainer, @Ctx() ctx: GraphQLContext): Promise<Creature> {
+    return ctx.services.creatures.update(viewer, parseId(id)!, input);
   }
 
   @Authorized()

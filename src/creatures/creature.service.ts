@@ -13,6 +13,12 @@ export interface NewCreature {
   readonly level?: number;
 }
 
+/** What an update changes; a field left out stays as it is. */
+export interface CreatureChange {
+  readonly name?: string;
+  readonly level?: number;
+}
+
 /** What makes two names the same creature: trimmed, then NFKC and fully case-folded (nameKey). */
 export const creatureNameKey = (name: string): string => nameKey(normalizeText(name));
 
@@ -78,6 +84,46 @@ export class CreatureService {
     }
     if (!(await this.queries.deleteOwned(id, viewer.id))) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
     return creature;
+  }
+
+  /**
+   * Renames and/or re-levels one of the viewer's creatures and returns it as it now is. The
+   * rules of creation hold: owner only (FORBIDDEN), a missing creature is NOT_FOUND, a name
+   * another of the trainer's creatures has is DUPLICATE_CREATURE (decided by the unique index,
+   * so concurrent renames cannot both win), while changing the case of its own name is allowed.
+   * With `trainerId` (the REST path's), as for delete.
+   */
+  async update(viewer: Trainer, id: number, change: CreatureChange, trainerId?: number): Promise<Creature> {
+    if (trainerId !== undefined && trainerId !== viewer.id) {
+      throw new AppError('FORBIDDEN', 'You can only change your own creatures');
+    }
+    if (change.name === undefined && change.level === undefined) {
+      throw new AppError('BAD_USER_INPUT', 'An update must change at least one of name and level', [
+        { field: 'input', message: 'must have name or level (or both)' },
+      ]);
+    }
+    const creature = await this.queries.byId(id, trainerId);
+    if (!creature) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
+    if (creature.trainerId !== viewer.id) {
+      throw new AppError('FORBIDDEN', 'You can only change your own creatures');
+    }
+    const name = change.name === undefined ? undefined : normalizeText(change.name);
+    let updated: boolean;
+    try {
+      updated = await this.queries.updateOwned(id, viewer.id, {
+        name,
+        nameKey: name === undefined ? undefined : creatureNameKey(name),
+        level: change.level,
+      });
+    } catch (error) {
+      if (uniqueViolation(error) === undefined) throw error;
+      throw new AppError('DUPLICATE_CREATURE', `You already have a creature named "${name}"`, [
+        { field: 'name', message: 'is already used by another of your creatures' },
+      ]);
+    }
+    const now = updated ? await this.queries.byId(id, viewer.id) : null;
+    if (!now) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
+    return now;
   }
 
   /** One page of a trainer's creatures with their total; NOT_FOUND when there is no such trainer. */

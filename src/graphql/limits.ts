@@ -33,8 +33,8 @@ export const LIMITS = {
   queryLength: 32 * 1024,
 } as const;
 
-/** Mutations that check a password or create an account: one per operation, so aliases cannot batch a brute force. */
-const CREDENTIAL_FIELDS = new Set(['authenticate', 'registerTrainer']);
+/** Mutations that check a password or a refresh token, or create an account: one per operation, so aliases cannot batch a brute force. */
+const CREDENTIAL_FIELDS = new Set(['authenticate', 'refreshSession', 'registerTrainer']);
 
 /**
  * Counted per operation, as executed: a document may hold a `Register` and a `Login` operation
@@ -63,7 +63,7 @@ const credentialFieldsRule: ValidationRule = (context) => ({
     collect(operation.selectionSet.selections);
     if (keys.size > LIMITS.credentialFields) {
       context.reportError(
-        new GraphQLError(`At most ${LIMITS.credentialFields} authenticate or registerTrainer field per operation`, {
+        new GraphQLError(`At most ${LIMITS.credentialFields} authenticate, refreshSession or registerTrainer field per operation`, {
           nodes: [...keys.values()],
         }),
       );

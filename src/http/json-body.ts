@@ -1,5 +1,5 @@
 import { Transform } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../errors';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
@@ -42,7 +42,15 @@ export function jsonDepth(text: string, limit = MAX_JSON_DEPTH): number {
 export function registerStrictJsonParser(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+  // JSON Merge Patch (RFC 7396) is JSON, and means something only to PATCH.
+  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'buffer' }, (request, body, done) => {
+    if (request.method !== 'PATCH')
+      done(new AppError('UNSUPPORTED_MEDIA_TYPE', 'application/merge-patch+json is only taken by PATCH'), undefined);
+    else parseStrict(request, body, done);
+  });
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => parseStrict(request, body, done));
+
+  function parseStrict(request: FastifyRequest, body: string | Buffer, done: (error: Error | null, body?: unknown) => void): void {
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1];
     if (charset && !/^utf-?8$/i.test(charset)) {
       done(new AppError('UNSUPPORTED_MEDIA_TYPE', 'JSON bodies must be UTF-8'), undefined);
@@ -60,7 +68,7 @@ export function registerStrictJsonParser(app: FastifyInstance): void {
       return;
     }
     void parseJson(request, text, done);
-  });
+  }
 }
 
 /** A chunked body may arrive in at most this many chunks (clients send a few large ones). */

@@ -2,7 +2,7 @@ import type { Team } from '../trainers/team';
 import type {} from '@fastify/swagger';
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { validateOrThrow } from '../common/validation';
-import { CreateCreatureInput } from '../creatures/creature.inputs';
+import { CreateCreatureInput, UpdateCreatureInput } from '../creatures/creature.inputs';
 import type { Services } from '../services';
 import type { Trainer } from '../trainers/trainer.entity';
 import { RegisterTrainerInput } from '../trainers/trainer.inputs';
@@ -14,11 +14,14 @@ import {
   creatureParams,
   creaturePageSchema,
   errorResponses,
+  logoutBody,
   pageQuery,
+  refreshBody,
   registerBody,
   trainerListQuery,
   trainerPageSchema,
   trainerParams,
+  updateCreatureBody,
 } from './schemas';
 import { methodNotAllowed } from '../http/method-not-allowed';
 import { noStore } from '../http/no-store';
@@ -50,9 +53,11 @@ async function validInput<T extends object>(Input: new () => T, body: unknown): 
 const PATHS: Record<string, string[]> = {
   '/trainer': ['GET', 'POST'],
   '/trainer/authenticate': ['POST'],
+  '/trainer/authenticate/refresh': ['POST'],
+  '/trainer/logout': ['POST'],
   '/trainer/:trainerId': ['GET'],
   '/trainer/:trainerId/creature': ['GET', 'POST'],
-  '/trainer/:trainerId/creature/:creatureId': ['GET', 'DELETE'],
+  '/trainer/:trainerId/creature/:creatureId': ['GET', 'PATCH', 'DELETE'],
 };
 
 /**
@@ -119,6 +124,53 @@ export async function restRoutes(
     async (request) => {
       const auth = await services.auth.authenticate(request.body.email, request.body.password, request.ip);
       return { ...auth, trainer: presentTrainer(await services.trainers.profile(auth.trainer.id, auth.trainer.id)) };
+    },
+  );
+
+  app.post<{ Body: { refreshToken: string } }>(
+    '/trainer/authenticate/refresh',
+    {
+      schema: {
+        tags: ['trainers'],
+        summary: 'Exchange a refresh token for a new token pair (refreshSession); the token used stops working',
+        description:
+          'Each refresh token works once. Presenting one that was already used ends its whole session: every token of it stops working.',
+        body: refreshBody,
+        response: {
+          200: json(authPayloadSchema, 'A new access token and refresh token, and the trainer'),
+          ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED'),
+        },
+      },
+    },
+    async (request) => {
+      const auth = await services.auth.refresh(request.body.refreshToken, request.ip);
+      return { ...auth, trainer: presentTrainer(await services.trainers.profile(auth.trainer.id, auth.trainer.id)) };
+    },
+  );
+
+  app.post<{ Body: { everywhere?: boolean } | undefined }>(
+    '/trainer/logout',
+    {
+      onRequest: authenticate,
+      // No body at all is the same as {}.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+      schema: {
+        tags: ['trainers'],
+        summary: "End the caller's session, or with everywhere every session of the trainer (logout)",
+        description: 'The refresh token and the access tokens of the ended sessions stop working at once. The body is optional.',
+        security: secured,
+        body: logoutBody,
+        response: {
+          204: { description: 'Logged out', type: 'null' },
+          ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'),
+        },
+      },
+    },
+    async (request, reply) => {
+      await services.auth.logout(request.auth, request.body?.everywhere ?? false);
+      return reply.code(204).send();
     },
   );
 
@@ -240,6 +292,40 @@ export async function restRoutes(
       },
     },
     async (request) => presentCreature(await services.creatures.getOfTrainer(request.params.trainerId, request.params.creatureId)),
+  );
+
+  app.patch<{ Params: CreaturePath; Body: UpdateCreatureInput }>(
+    '/trainer/:trainerId/creature/:creatureId',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['creatures'],
+        summary: "Rename or re-level one of the calling trainer's creatures (updateCreature)",
+        description: 'A partial update: fields left out stay as they are. Takes application/json or application/merge-patch+json.',
+        security: secured,
+        consumes: ['application/json', 'application/merge-patch+json'],
+        params: creatureParams,
+        body: updateCreatureBody,
+        response: {
+          200: json({ $ref: 'Creature#' }, 'The creature as it now is'),
+          ...errorResponses(
+            'BAD_USER_INPUT',
+            'UNAUTHENTICATED',
+            'FORBIDDEN',
+            'NOT_FOUND',
+            'DUPLICATE_CREATURE',
+            'PAYLOAD_TOO_LARGE',
+            'UNSUPPORTED_MEDIA_TYPE',
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const change = await validInput(UpdateCreatureInput, request.body);
+      return presentCreature(
+        await services.creatures.update(viewerOf(request), request.params.creatureId, change, request.params.trainerId),
+      );
+    },
   );
 
   app.delete<{ Params: CreaturePath }>(

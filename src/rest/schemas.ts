@@ -196,13 +196,39 @@ export const createCreatureBody = {
   additionalProperties: false,
 } as const;
 
+export const updateCreatureBody = {
+  type: 'object',
+  description: 'What to change: at least one of name and level; what is left out stays as it is.',
+  minProperties: 1,
+  properties: {
+    name: createCreatureBody.properties.name,
+    level: { type: 'integer', minimum: 1, maximum: MAX_LEVEL },
+  },
+  additionalProperties: false,
+} as const;
+
+export const refreshBody = {
+  type: 'object',
+  required: ['refreshToken'],
+  properties: { refreshToken: { type: 'string', description: 'The refreshToken of the last answer of authenticate or refresh' } },
+  additionalProperties: false,
+} as const;
+
+export const logoutBody = {
+  type: 'object',
+  properties: { everywhere: { type: 'boolean', default: false, description: 'End every session of the trainer, not only this one' } },
+  additionalProperties: false,
+} as const;
+
 export const authPayloadSchema = {
   type: 'object',
-  required: ['token', 'tokenType', 'expiresAt', 'trainer'],
+  required: ['token', 'tokenType', 'expiresAt', 'refreshToken', 'refreshExpiresAt', 'trainer'],
   properties: {
     token: { type: 'string', description: 'A JWT to send as `Authorization: Bearer <token>`' },
     tokenType: { type: 'string', enum: ['Bearer'] },
     expiresAt: dateTime,
+    refreshToken: { type: 'string', description: 'Single use: exchange it at POST /trainer/authenticate/refresh before refreshExpiresAt' },
+    refreshExpiresAt: dateTime,
     trainer: { $ref: 'Trainer#' },
   },
   additionalProperties: false,

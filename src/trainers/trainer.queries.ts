@@ -1,3 +1,4 @@
+import { liveSessionsColumn, parseLiveSessions } from '../auth/session.queries';
 import { placeholders, sqlDate, sqlInt, type Sql } from '../db/sql';
 import { Team } from './team';
 
@@ -19,6 +20,7 @@ interface TrainerRow {
   team: Team;
   createdAt: Date | string;
   creaturesOwned?: number | string | null;
+  liveSessions?: string | Buffer | null;
 }
 
 /** A row to insert: the stored forms (normalised names, lower-cased email and nickname key, the hash). */
@@ -36,6 +38,12 @@ export interface NewTrainerRow {
 const COLUMNS = 't.id, t.nickname, t.first_name AS firstName, t.last_name AS lastName, t.email, t.team, t.created_at AS createdAt';
 /** Counted through the (trainer_id) index: only that trainer's index entries are read. */
 const CREATURE_COUNT = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id)';
+
+/** Trainers read by id, and which of the asked-about sessions of each are open. */
+export interface TrainersById {
+  readonly trainers: Map<number, Trainer>;
+  readonly liveSessions: Map<number, readonly number[]>;
+}
 
 export interface IndexRow {
   readonly id: number;
@@ -70,12 +78,14 @@ export class TrainerQueries {
   }
 
   /**
-   * Trainers by id, with the creature count of those in `countFor` from the same statement.
+   * Trainers by id, with the creature count of those in `countFor` from the same statement, and
+   * which of `sessionIds` are open sessions of each (the caller check: a logged-out session's
+   * access tokens stop working without a statement of their own).
    * Prepared only while the lists are short: a request alone (its caller and one trainer) keeps
    * to a few statement shapes, while merged batches, whose lists have any length, would fill each
    * connection's prepared-statement cache with shapes used once.
    */
-  async byIds(ids: readonly number[], countFor: readonly number[]): Promise<Map<number, Trainer>> {
+  async byIds(ids: readonly number[], countFor: readonly number[], sessionIds: readonly number[] = []): Promise<TrainersById> {
     // Every trainer counted (a page): no CASE, whose IN list the database would test on each row.
     const countAll = countFor.length > 0 && countFor.length === ids.length && countFor.every((id, i) => id === ids[i]);
     const counted =
@@ -84,12 +94,23 @@ export class TrainerQueries {
         : countAll
           ? `, ${CREATURE_COUNT} AS creaturesOwned`
           : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
+    const sessions = sessionIds.length === 0 ? '' : `, ${liveSessionsColumn(sessionIds.length)} AS liveSessions`;
+    const params = [...(countAll ? [] : countFor), ...sessionIds, ...(sessionIds.length === 0 ? [] : [this.sql.date(new Date())]), ...ids];
     const rows = await this.sql.rows<TrainerRow>(
-      `SELECT ${COLUMNS}${counted} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
-      countAll ? ids : [...countFor, ...ids],
-      { prepared: ids.length + countFor.length <= 4 },
+      `SELECT ${COLUMNS}${counted}${sessions} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
+      params,
+      {
+        prepared: ids.length + countFor.length + sessionIds.length <= 5,
+      },
     );
-    return new Map(rows.map((row) => [sqlInt(row.id), toTrainer(row)]));
+    const trainers = new Map<number, Trainer>();
+    const liveSessions = new Map<number, readonly number[]>();
+    for (const row of rows) {
+      const trainer = toTrainer(row);
+      trainers.set(trainer.id, trainer);
+      if (sessionIds.length > 0) liveSessions.set(trainer.id, parseLiveSessions(row.liveSessions));
+    }
+    return { trainers, liveSessions };
   }
 
   /** Which of a (normalised) email and nickname key is already registered, email first; null when neither. */

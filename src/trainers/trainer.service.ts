@@ -43,10 +43,12 @@ export const visibleEmail = (trainer: Trainer, viewerId: number | undefined): st
 /** Pages of up to this many trainers are read through the merged reads (see pageTrainers). */
 const MAX_MERGED_PAGE = 25;
 
-/** One trainer to read, and whether its creature count is wanted with it. */
+/** One trainer to read, whether its creature count is wanted with it, and the caller's session to check. */
 interface TrainerRead {
   readonly id: number;
   readonly count: boolean;
+  /** When set, the read answers null unless this is an open session of the trainer. */
+  readonly session?: number;
 }
 
 export class TrainerService {
@@ -122,6 +124,15 @@ export class TrainerService {
     return this.reads.load({ id, count: withCount });
   }
 
+  /**
+   * The calling trainer of an access token, or null when it no longer exists or the token's
+   * session has ended (logout, replay, expiry). Merged like findById: the session check rides on
+   * the statement that reads the caller, so it costs no round trip of its own.
+   */
+  findCaller(id: number, sessionId: number): Promise<Trainer | null> {
+    return this.reads.load({ id, count: false, session: sessionId });
+  }
+
   /** Trainers by id, in no particular order (those that exist), merged like findById. */
   async findByIds(ids: readonly number[]): Promise<Trainer[]> {
     const found = await Promise.all(ids.map((id) => this.reads.load({ id, count: false })));
@@ -131,8 +142,9 @@ export class TrainerService {
   private async readBatch(keys: readonly TrainerRead[]): Promise<(Trainer | null)[]> {
     const ids = [...new Set(keys.map((key) => key.id))];
     const counted = [...new Set(keys.filter((key) => key.count).map((key) => key.id))];
+    const sessions = [...new Set(keys.flatMap((key) => (key.session === undefined ? [] : [key.session])))];
     // When most are to be counted (pages), all are: a count costs less than a CASE testing the list on each row.
-    const found = await this.queries.byIds(ids, counted.length * 2 >= ids.length ? ids : counted);
+    const { trainers: found, liveSessions } = await this.queries.byIds(ids, counted.length * 2 >= ids.length ? ids : counted, sessions);
     // A trainer object per read: requests never share one (the last read of an id takes the
     // object its row became, earlier ones a copy made before it changes), and only those that
     // asked get the count.
@@ -141,6 +153,7 @@ export class TrainerService {
     return keys.map((key, i) => {
       const row = found.get(key.id);
       if (!row) return null;
+      if (key.session !== undefined && !liveSessions.get(key.id)?.includes(key.session)) return null;
       const trainer = lastRead.get(key.id) === i ? row : Object.assign(new TrainerClass(), row);
       if (!key.count) delete trainer.creaturesOwned;
       return trainer;
@@ -184,8 +197,8 @@ export class TrainerService {
    */
   private async pageTrainers(ids: readonly number[], withCounts: boolean): Promise<(Trainer | null)[]> {
     if (ids.length <= MAX_MERGED_PAGE) return Promise.all(ids.map((id) => this.reads.load({ id, count: withCounts })));
-    const found = await this.queries.byIds(ids, withCounts ? ids : []);
-    return ids.map((id) => found.get(id) ?? null);
+    const { trainers } = await this.queries.byIds(ids, withCounts ? ids : []);
+    return ids.map((id) => trainers.get(id) ?? null);
   }
 
   /** A trainer by nickname, case-insensitively, or null. */

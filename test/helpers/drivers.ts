@@ -46,6 +46,8 @@ export interface AuthView {
   token: string;
   tokenType: string;
   expiresAt: string;
+  refreshToken: string;
+  refreshExpiresAt: string;
   trainer: TrainerView;
 }
 /** A query-string value as a client would write it: strings as they are, anything else as its JSON text. */
@@ -70,12 +72,18 @@ export interface Driver {
   getCreature(token: string | undefined, trainerId: string, creatureId: string): Promise<Outcome<CreatureView>>;
   listCreatures(token: string | undefined, trainerId: string, query: PageQuery): Promise<Outcome<PageView<CreatureView>>>;
   deleteCreature(token: string | undefined, trainerId: string, creatureId: string): Promise<Outcome<CreatureView | null>>;
+  /** GraphQL updates a creature by id alone; REST under its trainer's path (PATCH). */
+  updateCreature(token: string | undefined, trainerId: string, creatureId: string, change: unknown): Promise<Outcome<CreatureView>>;
+  refresh(refreshToken: unknown): Promise<Outcome<AuthView>>;
+  /** true when logged out (GraphQL's answer; REST's 204). */
+  logout(token: string | undefined, everywhere?: boolean): Promise<Outcome<boolean>>;
 }
 
 // ---------------------------------------------------------------- GraphQL
 
 const TRAINER_FIELDS = 'id nickname firstName lastName email team creaturesOwned createdAt';
 const CREATURE_FIELDS = 'id name speciesId level createdAt trainer { id }';
+const AUTH_FIELDS = `token tokenType expiresAt refreshToken refreshExpiresAt trainer { ${TRAINER_FIELDS} }`;
 
 type Raw = Record<string, unknown>;
 
@@ -108,7 +116,7 @@ export function graphqlDriver(app: FastifyInstance): Driver {
     async authenticate(email, password) {
       const res = await gql(
         app,
-        `mutation($email: String!, $password: String!) { authenticate(email: $email, password: $password) { token tokenType expiresAt trainer { ${TRAINER_FIELDS} } } }`,
+        `mutation($email: String!, $password: String!) { authenticate(email: $email, password: $password) { ${AUTH_FIELDS} } }`,
         { email, password },
       );
       return outcome(
@@ -173,6 +181,38 @@ export function graphqlDriver(app: FastifyInstance): Driver {
       const res = await gql(app, `mutation($id: ID!) { deleteCreature(id: $id) { ${CREATURE_FIELDS} } }`, { id: creatureId }, token);
       return outcome(res, (d) => d.deleteCreature as Raw, creatureOf);
     },
+    async updateCreature(token, _trainerId, creatureId, change) {
+      const res = await gql(
+        app,
+        `mutation($id: ID!, $input: UpdateCreatureInput!) { updateCreature(id: $id, input: $input) { ${CREATURE_FIELDS} } }`,
+        { id: creatureId, input: change },
+        token,
+      );
+      return outcome(res, (d) => d.updateCreature as Raw, creatureOf);
+    },
+    async refresh(refreshToken) {
+      const res = await gql(app, `mutation($refreshToken: String!) { refreshSession(refreshToken: $refreshToken) { ${AUTH_FIELDS} } }`, {
+        refreshToken,
+      });
+      return outcome(
+        res,
+        (d) => d.refreshSession as Raw,
+        (raw) => ({ ...(raw as unknown as AuthView), trainer: trainerOf(raw.trainer as Raw) }),
+      );
+    },
+    async logout(token, everywhere) {
+      const res = await gql(
+        app,
+        everywhere === undefined ? 'mutation { logout }' : 'mutation($everywhere: Boolean!) { logout(everywhere: $everywhere) }',
+        everywhere === undefined ? {} : { everywhere },
+        token,
+      );
+      return outcome(
+        res,
+        (d) => ({ done: d.logout }),
+        (raw) => raw.done === true,
+      );
+    },
   };
 }
 
@@ -180,19 +220,20 @@ export function graphqlDriver(app: FastifyInstance): Driver {
 
 export function restDriver(app: FastifyInstance): Driver {
   async function call<T>(
-    method: 'GET' | 'POST' | 'DELETE',
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     url: string,
     token: string | undefined,
     body: unknown,
     okStatus: number,
     map: (raw: Raw | null, headers: Record<string, unknown>) => T,
+    contentType = 'application/json',
   ): Promise<Outcome<T>> {
     const res = await app.inject({
       method,
       url,
       headers: {
         ...(token ? { authorization: `Bearer ${token}` } : {}),
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(body !== undefined ? { 'content-type': contentType } : {}),
       },
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
@@ -247,6 +288,24 @@ export function restDriver(app: FastifyInstance): Driver {
       ),
     deleteCreature: (token, trainerId, creatureId) =>
       call('DELETE', `/trainer/${seg(trainerId)}/creature/${seg(creatureId)}`, token, undefined, 204, () => null),
+    // As JSON Merge Patch, the media type PATCH clients send; plain JSON has its own test.
+    updateCreature: (token, trainerId, creatureId, change) =>
+      call(
+        'PATCH',
+        `/trainer/${seg(trainerId)}/creature/${seg(creatureId)}`,
+        token,
+        change,
+        200,
+        creatureOfRest,
+        'application/merge-patch+json',
+      ),
+    refresh: (refreshToken) =>
+      call('POST', '/trainer/authenticate/refresh', undefined, { refreshToken }, 200, (raw) => ({
+        ...(raw as unknown as AuthView),
+        trainer: trainerOfRest(raw!.trainer as Raw),
+      })),
+    logout: (token, everywhere) =>
+      call('POST', '/trainer/logout', token, everywhere === undefined ? undefined : { everywhere }, 204, () => true),
   };
 }
 

@@ -22,11 +22,18 @@ export interface TrainerFixture {
   email: string;
 }
 
-export function tokenFor(trainerId: number): string {
-  return new TokenIssuer(TEST_JWT_SECRET, 3600).issue(trainerId).token;
+/** An access token for a trainer's session, signed as the test apps sign them. */
+export function tokenFor(trainerId: number, sessionId: number): string {
+  return new TokenIssuer(TEST_JWT_SECRET, 3600).issue(trainerId, sessionId).token;
 }
 
-/** A trainer row with a unique nickname and email (who can log in with TEST_PASSWORD), and a token. */
+/** A new session of the trainer (as a sign-in opens one, without the password hash) and its tokens. */
+export async function signIn(app: FastifyInstance, trainerId: number): Promise<{ token: string; refreshToken: string; sessionId: number }> {
+  const session = await app.services.sessions.open(trainerId);
+  return { token: tokenFor(trainerId, session.sessionId), refreshToken: session.refreshToken, sessionId: session.sessionId };
+}
+
+/** A trainer row with a unique nickname and email (who can log in with TEST_PASSWORD), and a token of a session of its own. */
 export async function createTrainer(app: FastifyInstance, overrides: Partial<Trainer> = {}): Promise<TrainerFixture> {
   const nickname = overrides.nickname ?? unique('tr_');
   const email = overrides.email ?? `${nickname.toLowerCase()}@example.test`;
@@ -43,7 +50,7 @@ export async function createTrainer(app: FastifyInstance, overrides: Partial<Tra
     ...overrides,
   });
   await repo.insert(trainer);
-  return { trainer, token: tokenFor(trainer.id), email };
+  return { trainer, token: (await signIn(app, trainer.id)).token, email };
 }
 
 export async function createCreature(app: FastifyInstance, trainerId: number, overrides: Partial<Creature> = {}): Promise<Creature> {

@@ -18,6 +18,7 @@ interface Attempt {
   code: string | undefined;
   retryAfter: number | undefined;
   token?: string;
+  refreshToken?: string;
 }
 
 async function viaGraphQL(app: FastifyInstance, email: string, password: string, ip: string): Promise<Attempt> {
@@ -35,9 +36,35 @@ async function viaGraphQL(app: FastifyInstance, email: string, password: string,
 
 async function viaRest(app: FastifyInstance, email: string, password: string, ip: string): Promise<Attempt> {
   const res = await app.inject({ method: 'POST', url: '/trainer/authenticate', remoteAddress: ip, payload: { email, password } });
-  if (res.statusCode === 200) return { code: undefined, retryAfter: undefined, token: res.json<{ token: string }>().token };
+  return restAttempt(res);
+}
+
+function restAttempt(res: Awaited<ReturnType<FastifyInstance['inject']>>): Attempt {
+  if (res.statusCode === 200) {
+    const { token, refreshToken } = res.json<{ token: string; refreshToken: string }>();
+    return { code: undefined, retryAfter: undefined, token, refreshToken };
+  }
   if (res.statusCode === 429) expect(res.headers['retry-after']).toMatch(/^\d+$/);
   return { code: res.json<Problem>().code, retryAfter: res.headers['retry-after'] ? Number(res.headers['retry-after']) : undefined };
+}
+
+async function refreshViaGraphQL(app: FastifyInstance, refreshToken: string, ip: string): Promise<Attempt> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    remoteAddress: ip,
+    headers: { 'content-type': 'application/json' },
+    payload: { query: 'mutation($r: String!) { refreshSession(refreshToken: $r) { token refreshToken } }', variables: { r: refreshToken } },
+  });
+  const body = res.json<GraphQLBody<{ refreshSession?: { token: string; refreshToken: string } }>>();
+  const error = body.errors?.[0];
+  return { code: error?.extensions?.code, retryAfter: error?.extensions?.retryAfter, ...body.data?.refreshSession };
+}
+
+async function refreshViaRest(app: FastifyInstance, refreshToken: string, ip: string): Promise<Attempt> {
+  return restAttempt(
+    await app.inject({ method: 'POST', url: '/trainer/authenticate/refresh', remoteAddress: ip, payload: { refreshToken } }),
+  );
 }
 
 describe.each(databases)('login throttling on %s', (kind) => {
@@ -101,6 +128,24 @@ describe.each(databases)('login throttling on %s', (kind) => {
     expect(refused.retryAfter).toBeLessThanOrEqual(60);
     expect((await viaGraphQL(t.app, trainers[8].email, TEST_PASSWORD, newAddress())).token).toEqual(expect.any(String));
   });
+
+  it('counts refreshes against the same per-address limit as logins, over both transports', async () => {
+    const ip = newAddress();
+    const { email } = await createTrainer(t.app);
+    const login = await viaRest(t.app, email, TEST_PASSWORD, ip);
+    let refreshToken = login.refreshToken!;
+    for (let i = 1; i < 8; i += 1) {
+      const next = await (i % 2 === 0 ? refreshViaRest : refreshViaGraphQL)(t.app, refreshToken, ip);
+      expect(next.refreshToken).toEqual(expect.any(String));
+      refreshToken = next.refreshToken!;
+    }
+    const refused = await refreshViaRest(t.app, refreshToken, ip);
+    expect(refused.code).toBe('RATE_LIMITED');
+    expect((await refreshViaGraphQL(t.app, refreshToken, ip)).code).toBe('RATE_LIMITED');
+    expect((await viaGraphQL(t.app, email, TEST_PASSWORD, ip)).code).toBe('RATE_LIMITED');
+    // Refused before it was looked at: the token still works from elsewhere.
+    expect((await refreshViaGraphQL(t.app, refreshToken, newAddress())).token).toEqual(expect.any(String));
+  });
 });
 
 describe('two instances on one MySQL and one Redis', () => {
@@ -156,6 +201,25 @@ describe('two instances on one MySQL and one Redis', () => {
     );
     expect(guesses.filter((g) => g.code === 'UNAUTHENTICATED')).toHaveLength(5);
     expect(guesses.filter((g) => g.code === 'RATE_LIMITED')).toHaveLength(7);
+  });
+
+  it('ends a session logged out on one instance on the other at once, and spots a replay made through the other', async () => {
+    if (!reachable) return;
+    const [a, b] = instances!.apps as [FastifyInstance, FastifyInstance];
+    const { email, trainer } = await createTrainer(a);
+    const read = (app: FastifyInstance, token: string) =>
+      app.inject({ method: 'GET', url: `/trainer/${trainer.id}`, headers: { authorization: `Bearer ${token}` } });
+    const ending = await viaRest(a, email, TEST_PASSWORD, newAddress());
+    expect((await read(b, ending.token!)).statusCode).toBe(200);
+    const logout = await a.inject({ method: 'POST', url: '/trainer/logout', headers: { authorization: `Bearer ${ending.token}` } });
+    expect(logout.statusCode).toBe(204);
+    expect((await read(b, ending.token!)).statusCode).toBe(401);
+
+    const stolen = await viaRest(a, email, TEST_PASSWORD, newAddress());
+    const users = await refreshViaRest(a, stolen.refreshToken!, newAddress());
+    expect((await refreshViaGraphQL(b, stolen.refreshToken!, newAddress())).code).toBe('UNAUTHENTICATED');
+    expect((await refreshViaRest(a, users.refreshToken!, newAddress())).code).toBe('UNAUTHENTICATED');
+    expect((await read(a, users.token!)).statusCode).toBe(401);
   });
 
   it('shares the per-address limit across instances', async () => {

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { Creature } from '../../src/creatures/creature.entity';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import type { Problem } from '../helpers/graphql';
-import { createCreature, createTrainer, TEST_PASSWORD, unique, type TrainerFixture } from '../helpers/factories';
+import { createCreature, createTrainer, signIn, TEST_PASSWORD, unique, type TrainerFixture } from '../helpers/factories';
 
 /* What only the REST shim has: statuses and headers, problem+json, media types, methods, docs. */
 
@@ -76,8 +76,78 @@ describe.each(databases)('REST shim on %s', (kind) => {
     expect(res.body).toBe('');
   });
 
-  it('answers NOT_FOUND for a creature that belongs to another trainer than the path’s, on GET and DELETE', async () => {
+  it('updates with PATCH as plain JSON or as JSON Merge Patch, and takes merge patches on PATCH only', async () => {
+    const made = await createCreature(t.app, me.trainer.id, { level: 3 });
+    const url = `/trainer/${me.trainer.id}/creature/${made.id}`;
+    for (const [contentType, level] of [
+      ['application/json', 4],
+      ['application/merge-patch+json', 5],
+      ['application/merge-patch+json; charset=utf-8', 6],
+    ] as const) {
+      const res = await t.app.inject({ method: 'PATCH', url, headers: { ...auth(me), 'content-type': contentType }, payload: { level } });
+      expect([contentType, res.statusCode]).toEqual([contentType, 200]);
+      expect(res.json()).toEqual({
+        id: made.id,
+        name: made.name,
+        speciesId: made.speciesId,
+        level,
+        trainerId: me.trainer.id,
+        createdAt: made.createdAt.toISOString(),
+      });
+    }
+    const text = await t.app.inject({
+      method: 'PATCH',
+      url,
+      headers: { ...auth(me), 'content-type': 'text/plain' },
+      payload: '{"level":7}',
+    });
+    expectProblem(text, 415, 'UNSUPPORTED_MEDIA_TYPE');
+    const post = await t.app.inject({
+      method: 'POST',
+      url: `/trainer/${me.trainer.id}/creature`,
+      headers: { ...auth(me), 'content-type': 'application/merge-patch+json' },
+      payload: JSON.stringify({ name: unique('mp'), speciesId: 1 }),
+    });
+    expectProblem(post, 415, 'UNSUPPORTED_MEDIA_TYPE');
+    const none = await t.app.inject({ method: 'PATCH', url, headers: auth(me) });
+    expectProblem(none, 400, 'BAD_USER_INPUT');
+    expect((await t.app.dataSource.getRepository(Creature).findOneByOrFail({ id: made.id })).level).toBe(6);
+  });
+
+  it('logs out with 204 and no body, with or without a JSON body; a body of the wrong shape is 400 and logs nobody out', async () => {
+    for (const payload of [undefined, {}, { everywhere: false }]) {
+      const { token } = await signIn(t.app, me.trainer.id);
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/trainer/logout',
+        headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json' } : {}) },
+        ...(payload ? { payload: JSON.stringify(payload) } : {}),
+      });
+      expect([payload, res.statusCode, res.body]).toEqual([payload, 204, '']);
+      const after = await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}`, headers: { authorization: `Bearer ${token}` } });
+      expectProblem(after, 401, 'UNAUTHENTICATED');
+    }
+    const { token } = await signIn(t.app, me.trainer.id);
+    for (const payload of [{ everywhere: 'yes' }, { everywhere: true, extra: 1 }, [true]]) {
+      const res = await t.app.inject({ method: 'POST', url: '/trainer/logout', headers: { authorization: `Bearer ${token}` }, payload });
+      expectProblem(res, 400, 'BAD_USER_INPUT');
+    }
+    const still = await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}`, headers: { authorization: `Bearer ${token}` } });
+    expect(still.statusCode).toBe(200);
+  });
+
+  it('answers NOT_FOUND for a creature that belongs to another trainer than the path’s, on GET, PATCH and DELETE', async () => {
     const theirs = await createCreature(t.app, other.trainer.id);
+    expectProblem(
+      await t.app.inject({
+        method: 'PATCH',
+        url: `/trainer/${me.trainer.id}/creature/${theirs.id}`,
+        headers: auth(me),
+        payload: { name: 'Taken' },
+      }),
+      404,
+      'NOT_FOUND',
+    );
     expectProblem(
       await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}/creature/${theirs.id}`, headers: auth(me) }),
       404,
@@ -88,7 +158,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
       404,
       'NOT_FOUND',
     );
-    expect(await t.app.dataSource.getRepository(Creature).countBy({ id: theirs.id })).toBe(1);
+    expect(await t.app.dataSource.getRepository(Creature).findOneByOrFail({ id: theirs.id })).toMatchObject({ name: theirs.name });
   });
 
   it('shows another trainer’s email to nobody, in lists too', async () => {
@@ -206,8 +276,11 @@ describe.each(databases)('REST shim on %s', (kind) => {
     const get = await t.app.inject({ method: 'GET', url: '/trainer/authenticate' });
     expectProblem(get, 405, 'METHOD_NOT_ALLOWED');
     expect(get.headers.allow).toBe('POST, OPTIONS');
-    const patch = await t.app.inject({ method: 'PATCH', url: `/trainer/1/creature/2` });
-    expect(patch.headers.allow).toBe('GET, DELETE, HEAD, OPTIONS');
+    const put2 = await t.app.inject({ method: 'PUT', url: `/trainer/1/creature/2` });
+    expect(put2.headers.allow).toBe('GET, PATCH, DELETE, HEAD, OPTIONS');
+    const logout = await t.app.inject({ method: 'GET', url: '/trainer/logout', headers: auth(me) });
+    expectProblem(logout, 405, 'METHOD_NOT_ALLOWED');
+    expect(logout.headers.allow).toBe('POST, OPTIONS');
     const options = await t.app.inject({ method: 'OPTIONS', url: '/trainer' });
     expect(options.statusCode).toBe(204);
     expect(options.headers.allow).toBe('GET, POST, HEAD, OPTIONS');
@@ -219,7 +292,8 @@ describe.each(databases)('REST shim on %s', (kind) => {
       for (const [url, allow] of [
         ['/trainer', 'GET, POST, HEAD, OPTIONS'],
         ['/trainer/authenticate', 'POST, OPTIONS'],
-        [`/trainer/${me.trainer.id}/creature/1`, 'GET, DELETE, HEAD, OPTIONS'],
+        [`/trainer/${me.trainer.id}/creature/1`, 'GET, PATCH, DELETE, HEAD, OPTIONS'],
+        ['/trainer/authenticate/refresh', 'POST, OPTIONS'],
       ]) {
         const res = await t.app.inject({ method: method as 'GET', url, headers: auth(me) });
         expectProblem(res, 405, 'METHOD_NOT_ALLOWED');
@@ -339,7 +413,7 @@ describe('OpenAPI and Swagger UI', () => {
   });
   afterAll(async () => t.close());
 
-  it('serves an OpenAPI 3.1 document of all eight routes with bearer auth and their error answers', async () => {
+  it('serves an OpenAPI 3.1 document of all eleven routes with bearer auth and their error answers', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/openapi.json' });
     expect(res.statusCode).toBe(200);
     const doc = res.json<{ openapi: string; components: { securitySchemes: Record<string, unknown> }; paths: unknown }>();
@@ -354,8 +428,11 @@ describe('OpenAPI and Swagger UI', () => {
       'GET /trainer/{trainerId}',
       'GET /trainer/{trainerId}/creature',
       'GET /trainer/{trainerId}/creature/{creatureId}',
+      'PATCH /trainer/{trainerId}/creature/{creatureId}',
       'POST /trainer',
       'POST /trainer/authenticate',
+      'POST /trainer/authenticate/refresh',
+      'POST /trainer/logout',
       'POST /trainer/{trainerId}/creature',
     ]);
     const statuses = Object.fromEntries(operations.map(({ key, op }) => [key, Object.keys(op.responses).join(' ')]));
@@ -368,9 +445,12 @@ describe('OpenAPI and Swagger UI', () => {
       'GET /trainer/{trainerId}/creature': '200 400 401 404 500 503',
       'GET /trainer/{trainerId}/creature/{creatureId}': '200 400 401 404 500 503',
       'DELETE /trainer/{trainerId}/creature/{creatureId}': '204 400 401 403 404 500 503',
+      'PATCH /trainer/{trainerId}/creature/{creatureId}': '200 400 401 403 404 409 413 415 500 503',
+      'POST /trainer/authenticate/refresh': '200 400 401 413 415 429 500 503',
+      'POST /trainer/logout': '204 400 401 413 415 500 503',
     });
     for (const { key, op } of operations) {
-      const open = ['POST /trainer', 'POST /trainer/authenticate'].includes(key);
+      const open = ['POST /trainer', 'POST /trainer/authenticate', 'POST /trainer/authenticate/refresh'].includes(key);
       expect([key, op.security]).toEqual([key, open ? undefined : [{ bearerAuth: [] }]]);
     }
   });

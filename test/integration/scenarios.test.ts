@@ -3,8 +3,12 @@ import { ERROR_STATUS, type ErrorCode } from '../../src/errors';
 import { Team } from '../../src/trainers/team';
 import { Trainer } from '../../src/trainers/trainer.entity';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
+
 import { namedDrivers, type Driver, type Outcome, type TrainerView } from '../helpers/drivers';
-import { createCreature, createTrainer, TEST_PASSWORD, unique, type TrainerFixture } from '../helpers/factories';
+import jwt from 'jsonwebtoken';
+import { MAX_SESSIONS_PER_TRAINER } from '../../src/auth/session.service';
+import { createCreature, createTrainer, signIn, TEST_PASSWORD, tokenFor, unique, type TrainerFixture } from '../helpers/factories';
+import { TEST_JWT_SECRET } from '../helpers/app';
 
 /*
  * Every behaviour of the contract, written once and run through both transports on both
@@ -56,7 +60,8 @@ const MALFORMED_IDS = ['abc', '-1', '0', '007', '1.5', '1e3', '99999999999999999
 describe.each(databases)('on %s', (kind) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp(kind);
+    // The sessions' logins and refreshes come from one address; the per-address limit has its own test.
+    t = await startTestApp(kind, { LOGIN_IP_PER_MINUTE: '100000' });
   });
   afterAll(async () => t.close());
 
@@ -417,6 +422,248 @@ describe.each(databases)('on %s', (kind) => {
       it.each(MALFORMED_IDS)('answers BAD_USER_INPUT for the malformed creature id %j', async (id) => {
         expectFailure(api, await api.getCreature(me.token, myId(), id), 'BAD_USER_INPUT');
         expectFailure(api, await api.deleteCreature(me.token, myId(), id), 'BAD_USER_INPUT');
+      });
+    });
+
+    describe('sessions', () => {
+      /** The session an access token names (its sid claim). */
+      const sessionOf = (token: string): number => Number((jwt.decode(token) as { sid: string }).sid);
+      const sessionRows = async (where: string, params: unknown[]) =>
+        Number(
+          (await t.app.dataSource.query<{ n: number | string }[]>(`SELECT COUNT(*) AS n FROM trainer_session WHERE ${where}`, params))[0].n,
+        );
+      const login = async (who: TrainerFixture = me) => value(await api.authenticate(who.email, TEST_PASSWORD));
+
+      it('gives with every login a random refresh token, valid for 30 days, and an access token naming its session', async () => {
+        const first = await login();
+        const second = await login();
+        expect(first.refreshToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+        expect(first.refreshToken).not.toBe(second.refreshToken);
+        expect(new Date(first.refreshExpiresAt).getTime() - Date.now()).toBeGreaterThan(30 * 86400_000 - 60_000);
+        expect(new Date(first.refreshExpiresAt).getTime() - Date.now()).toBeLessThanOrEqual(30 * 86400_000);
+        expect(sessionOf(first.token)).not.toBe(sessionOf(second.token));
+        // Stored only as a hash.
+        const stored = await t.app.dataSource.query<{ token_hash: string }[]>('SELECT token_hash FROM refresh_token WHERE session_id = ?', [
+          sessionOf(first.token),
+        ]);
+        expect(stored).toHaveLength(1);
+        expect(stored[0].token_hash).not.toBe(first.refreshToken);
+      });
+
+      it('rotates: a refresh gives a new pair that works, and the next refresh takes the new refresh token', async () => {
+        const first = await login();
+        const second = value(await api.refresh(first.refreshToken));
+        expect(second.refreshToken).not.toBe(first.refreshToken);
+        expect(second.tokenType).toBe('Bearer');
+        expect(second.trainer).toMatchObject({ id: me.trainer.id, email: me.email });
+        expect(sessionOf(second.token)).toBe(sessionOf(first.token));
+        expect(value(await api.getTrainer(second.token, myId())).id).toBe(me.trainer.id);
+        const third = value(await api.refresh(second.refreshToken));
+        expect(value(await api.getTrainer(third.token, myId())).id).toBe(me.trainer.id);
+      });
+
+      it('ends the whole session when a spent refresh token comes back: the thief and the user both fail next', async () => {
+        const stolen = await login();
+        const users = value(await api.refresh(stolen.refreshToken));
+        expectFailure(api, await api.refresh(stolen.refreshToken), 'UNAUTHENTICATED');
+        expectFailure(api, await api.refresh(users.refreshToken), 'UNAUTHENTICATED');
+        expectFailure(api, await api.getTrainer(users.token, myId()), 'UNAUTHENTICATED');
+        expectFailure(api, await api.getTrainer(stolen.token, myId()), 'UNAUTHENTICATED');
+        expect(await sessionRows('id = ?', [sessionOf(stolen.token)])).toBe(0);
+        // The trainer's other sessions are not touched.
+        value(await api.getTrainer(me.token, myId()));
+      });
+
+      it('gives exactly one success to concurrent refreshes with the same token', async () => {
+        const { refreshToken } = await login();
+        const results = await Promise.all([1, 2, 3, 4, 5].map(() => api.refresh(refreshToken)));
+        expect(results.filter((r) => r.ok)).toHaveLength(1);
+        for (const failed of results.filter((r) => !r.ok)) expectFailure(api, failed, 'UNAUTHENTICATED');
+      });
+
+      it('logs out: the next request with that access token and its refresh token are UNAUTHENTICATED, other sessions live on', async () => {
+        const ending = await login();
+        const staying = await login();
+        value(await api.getTrainer(ending.token, myId()));
+        expect(value(await api.logout(ending.token))).toBe(true);
+        expectFailure(api, await api.getTrainer(ending.token, myId()), 'UNAUTHENTICATED');
+        expectFailure(api, await api.listTrainers(ending.token, {}), 'UNAUTHENTICATED');
+        expectFailure(api, await api.createCreature(ending.token, myId(), { name: unique('c'), speciesId: 1 }), 'UNAUTHENTICATED');
+        expectFailure(api, await api.logout(ending.token), 'UNAUTHENTICATED');
+        expectFailure(api, await api.refresh(ending.refreshToken), 'UNAUTHENTICATED');
+        value(await api.getTrainer(staying.token, myId()));
+        value(await api.refresh(staying.refreshToken));
+      });
+
+      it('logs out everywhere: every session of the trainer ends, another trainer’s do not', async () => {
+        const who = await createTrainer(t.app);
+        const sessions = [await login(who), await login(who)];
+        expect(value(await api.logout(sessions[0].token, true))).toBe(true);
+        for (const session of [...sessions, { token: who.token, refreshToken: '' }]) {
+          expectFailure(api, await api.getTrainer(session.token, String(who.trainer.id)), 'UNAUTHENTICATED');
+        }
+        for (const session of sessions) expectFailure(api, await api.refresh(session.refreshToken), 'UNAUTHENTICATED');
+        expect(await sessionRows('trainer_id = ?', [who.trainer.id])).toBe(0);
+        value(await api.getTrainer(me.token, myId()));
+      });
+
+      it('refuses an expired refresh token, and the access tokens of its session', async () => {
+        const session = await login();
+        await t.app.dataSource.query('UPDATE trainer_session SET expires_at = created_at WHERE id = ?', [sessionOf(session.token)]);
+        expectFailure(api, await api.refresh(session.refreshToken), 'UNAUTHENTICATED');
+        expectFailure(api, await api.getTrainer(session.token, myId()), 'UNAUTHENTICATED');
+      });
+
+      it('refuses correctly signed access tokens whose session is unknown, ended, another trainer’s, or missing', async () => {
+        const ended = await login();
+        value(await api.logout(ended.token));
+        const theirs = await signIn(t.app, other.trainer.id);
+        const claims = { sub: myId(), iss: 'creature-registry', aud: 'creature-registry', exp: Math.floor(Date.now() / 1000) + 600 };
+        const forged = [
+          jwt.sign({ ...claims, sid: '999999999' }, TEST_JWT_SECRET),
+          jwt.sign({ ...claims, sid: String(sessionOf(ended.token)) }, TEST_JWT_SECRET),
+          jwt.sign({ ...claims, sid: String(theirs.sessionId) }, TEST_JWT_SECRET),
+          jwt.sign(claims, TEST_JWT_SECRET),
+          tokenFor(me.trainer.id, 999999998),
+        ];
+        for (const token of forged) {
+          expectFailure(api, await api.getTrainer(token, myId()), 'UNAUTHENTICATED');
+          expectFailure(api, await api.getTrainer(token, String(other.trainer.id)), 'UNAUTHENTICATED');
+          expectFailure(api, await api.listTrainers(token, {}), 'UNAUTHENTICATED');
+          expectFailure(api, await api.logout(token, true), 'UNAUTHENTICATED');
+        }
+        // Nothing was ended by them.
+        value(await api.getTrainer(theirs.token, myId()));
+        value(await api.getTrainer(me.token, myId()));
+      });
+
+      it.each([
+        ['an unknown token', 'A'.repeat(43)],
+        ['an access token', 'the access token'],
+        ['an empty string', ''],
+        ['a very long string', 'x'.repeat(50_000)],
+      ])('answers UNAUTHENTICATED to a refresh with %s', async (_what, token) => {
+        const refreshToken = token === 'the access token' ? me.token : token;
+        expectFailure(api, await api.refresh(refreshToken), 'UNAUTHENTICATED');
+      });
+
+      it('answers BAD_USER_INPUT to a refresh token that is not a string, and UNAUTHENTICATED to a logout without a token', async () => {
+        expectFailure(api, await api.refresh(12345), 'BAD_USER_INPUT');
+        expectFailure(api, await api.refresh(null), 'BAD_USER_INPUT');
+        expectFailure(api, await api.logout(undefined), 'UNAUTHENTICATED');
+      });
+
+      it(`keeps at most ${MAX_SESSIONS_PER_TRAINER} sessions per trainer: signing in once more ends the oldest`, async () => {
+        const who = await createTrainer(t.app);
+        for (let i = 1; i < MAX_SESSIONS_PER_TRAINER; i += 1) await signIn(t.app, who.trainer.id);
+        value(await api.getTrainer(who.token, String(who.trainer.id)));
+        const newest = await login(who);
+        expect(await sessionRows('trainer_id = ?', [who.trainer.id])).toBe(MAX_SESSIONS_PER_TRAINER);
+        expectFailure(api, await api.getTrainer(who.token, String(who.trainer.id)), 'UNAUTHENTICATED');
+        value(await api.getTrainer(newest.token, String(who.trainer.id)));
+      });
+    });
+
+    describe('updating creatures', () => {
+      const mine = async (overrides: { name?: string; level?: number } = {}) => createCreature(t.app, me.trainer.id, overrides);
+      const update = (id: number, change: unknown, token = me.token) => api.updateCreature(token, myId(), String(id), change);
+
+      it('renames and re-levels, leaves other fields alone, and answers with the creature as it now is', async () => {
+        const made = await mine({ level: 5 });
+        const renamed = value(await update(made.id, { name: '  Sparky  ' }));
+        expect(renamed).toMatchObject({ id: made.id, name: 'Sparky', level: 5, speciesId: made.speciesId, trainerId: me.trainer.id });
+        const levelled = value(await update(made.id, { level: 42 }));
+        expect(levelled).toMatchObject({ name: 'Sparky', level: 42 });
+        const both = value(await update(made.id, { name: 'Volt', level: 100 }));
+        expect(both).toMatchObject({ name: 'Volt', level: 100 });
+        expect(await creatures().findOneByOrFail({ id: made.id })).toMatchObject({ name: 'Volt', nameKey: 'volt', level: 100 });
+        expect(value(await api.getCreature(me.token, myId(), String(made.id)))).toMatchObject({ name: 'Volt', level: 100 });
+      });
+
+      it('frees the old name and takes the new one: creating with them then succeeds and fails', async () => {
+        const made = await mine();
+        const newName = unique('nn_');
+        value(await update(made.id, { name: newName }));
+        value(await api.createCreature(me.token, myId(), { name: made.name, speciesId: 1 }));
+        expectFailure(api, await api.createCreature(me.token, myId(), { name: newName.toUpperCase(), speciesId: 1 }), 'DUPLICATE_CREATURE');
+      });
+
+      it('refuses a name another of the trainer’s creatures has, in any case, as DUPLICATE_CREATURE, and changes nothing', async () => {
+        const first = await mine();
+        const second = await mine();
+        expectFailure(api, await update(second.id, { name: first.name.toUpperCase(), level: 9 }), 'DUPLICATE_CREATURE', 'name');
+        expect(await creatures().findOneByOrFail({ id: second.id })).toMatchObject({ name: second.name, level: second.level });
+      });
+
+      it('allows renaming a creature to its own name in another case', async () => {
+        const made = await mine({ name: unique('case_') });
+        expect(value(await update(made.id, { name: made.name.toUpperCase() })).name).toBe(made.name.toUpperCase());
+      });
+
+      it('allows another trainer’s creature name', async () => {
+        const theirs = await createCreature(t.app, other.trainer.id);
+        const made = await mine();
+        expect(value(await update(made.id, { name: theirs.name })).name).toBe(theirs.name);
+      });
+
+      it.each([0, 101, -1, 1.5, '5', null])('refuses the level %j as BAD_USER_INPUT and changes nothing', async (level) => {
+        const made = await mine({ level: 7 });
+        expectFailure(api, await update(made.id, { level }), 'BAD_USER_INPUT', 'level');
+        expect((await creatures().findOneByOrFail({ id: made.id })).level).toBe(7);
+      });
+
+      it.each([
+        ['an empty patch', {}],
+        ['a null name', { name: null }],
+        ['a blank name', { name: '   ' }],
+        ['a name of 33 characters', { name: 'x'.repeat(33) }],
+        ['a field that cannot change', { speciesId: 3 }],
+      ])('refuses %s as BAD_USER_INPUT', async (_what, change) => {
+        const made = await mine();
+        expectFailure(api, await update(made.id, change), 'BAD_USER_INPUT');
+        expect(await creatures().findOneByOrFail({ id: made.id })).toMatchObject({ name: made.name, speciesId: made.speciesId });
+      });
+
+      it('forbids changing another trainer’s creature, and keeps it as it was', async () => {
+        const theirs = await createCreature(t.app, other.trainer.id);
+        expectFailure(
+          api,
+          await api.updateCreature(me.token, String(other.trainer.id), String(theirs.id), { name: 'Mine now' }),
+          'FORBIDDEN',
+        );
+        expect((await creatures().findOneByOrFail({ id: theirs.id })).name).toBe(theirs.name);
+      });
+
+      it('answers NOT_FOUND for a creature that does not exist, or no longer does', async () => {
+        const made = await mine();
+        value(await api.deleteCreature(me.token, myId(), String(made.id)));
+        expectFailure(api, await update(made.id, { level: 3 }), 'NOT_FOUND');
+        expectFailure(api, await update(2147483647, { level: 3 }), 'NOT_FOUND');
+      });
+
+      it('gives one success and one DUPLICATE_CREATURE to two concurrent renames to the same name', async () => {
+        const [a, b] = [await mine(), await mine()];
+        const name = unique('race_');
+        const results = await Promise.all([update(a.id, { name }), update(b.id, { name: name.toUpperCase() })]);
+        expect(results.filter((r) => r.ok)).toHaveLength(1);
+        expectFailure(
+          api,
+          results.find((r) => !r.ok)!,
+          'DUPLICATE_CREATURE',
+        );
+      });
+
+      it('answers UNAUTHENTICATED without a valid token, and after logout', async () => {
+        const made = await mine();
+        expectFailure(api, await update(made.id, { level: 3 }, 'not-a-token'), 'UNAUTHENTICATED');
+        const session = await signIn(t.app, me.trainer.id);
+        value(await api.logout(session.token));
+        expectFailure(api, await update(made.id, { level: 3 }, session.token), 'UNAUTHENTICATED');
+        expect((await creatures().findOneByOrFail({ id: made.id })).level).toBe(made.level);
+      });
+
+      it.each(MALFORMED_IDS)('answers BAD_USER_INPUT for the malformed creature id %j', async (id) => {
+        expectFailure(api, await api.updateCreature(me.token, myId(), id, { level: 2 }), 'BAD_USER_INPUT');
       });
     });
 

@@ -1,6 +1,12 @@
 import { CreateTrainerAndCreature1795300000000 } from './1795300000000-CreateTrainerAndCreature';
 import { AddTrainerIdIndex1795400000000 } from './1795400000000-AddTrainerIdIndex';
 import { NameRules1795500000000 } from './1795500000000-NameRules';
+import { Sessions1795600000000 } from './1795600000000-Sessions';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
-export const migrations = [CreateTrainerAndCreature1795300000000, AddTrainerIdIndex1795400000000, NameRules1795500000000];
+export const migrations = [
+  CreateTrainerAndCreature1795300000000,
+  AddTrainerIdIndex1795400000000,
+  NameRules1795500000000,
+  Sessions1795600000000,
+];

@@ -1,0 +1,85 @@
+import { createDataSource } from '../../src/db/data-source';
+import { runMigrations } from '../../src/db/migrate';
+import { loadDatabaseConfig } from '../../src/config';
+import { createTestDatabase, databases, startTestApp, type TestApp } from '../helpers/app';
+import { createTrainer, signIn } from '../helpers/factories';
+
+/*
+ * What keeps the session tables bounded, and the migration that adds them. The session rules
+ * seen by clients (refresh, replay, logout) are in scenarios.test.ts, through both transports.
+ */
+
+describe.each(databases)('sessions on %s', (kind) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+  });
+  afterAll(async () => t.close());
+
+  const count = async (sql: string, params: unknown[]) =>
+    Number((await t.app.dataSource.query<{ n: number | string }[]>(sql, params))[0].n);
+
+  it('purges expired sessions in batches, with their refresh tokens, and leaves open ones alone', async () => {
+    const { trainer } = await createTrainer(t.app);
+    const sessions = [];
+    for (let i = 0; i < 7; i += 1) sessions.push(await signIn(t.app, trainer.id));
+    const expired = sessions.slice(0, 5).map((s) => s.sessionId);
+    await t.app.dataSource.query(
+      `UPDATE trainer_session SET expires_at = created_at WHERE id IN (${expired.map(() => '?').join(', ')})`,
+      expired,
+    );
+    // Other tests' sessions may have expired too; at least these five go, two per statement.
+    expect(await t.app.services.sessions.purgeExpired(new Date(), 2)).toBeGreaterThanOrEqual(5);
+    expect(await count(`SELECT COUNT(*) AS n FROM trainer_session WHERE trainer_id = ?`, [trainer.id])).toBe(3);
+    expect(await count(`SELECT COUNT(*) AS n FROM refresh_token WHERE session_id IN (${expired.map(() => '?').join(', ')})`, expired)).toBe(
+      0,
+    );
+    for (const open of sessions.slice(5)) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/trainer/authenticate/refresh',
+        payload: { refreshToken: open.refreshToken },
+      });
+      expect(res.statusCode).toBe(200);
+    }
+  });
+
+  it('remembers only the last ten spent refresh tokens of a session', async () => {
+    const { trainer } = await createTrainer(t.app);
+    const signedIn = await signIn(t.app, trainer.id);
+    let refreshToken = signedIn.refreshToken;
+    for (let i = 0; i < 15; i += 1) {
+      const res = await t.app.inject({ method: 'POST', url: '/trainer/authenticate/refresh', payload: { refreshToken } });
+      refreshToken = res.json<{ refreshToken: string }>().refreshToken;
+    }
+    // Generations 5..15: ten spent and the current one.
+    expect(await count('SELECT COUNT(*) AS n FROM refresh_token WHERE session_id = ?', [signedIn.sessionId])).toBe(11);
+  });
+});
+
+describe.each(databases)('the sessions migration on %s', (kind) => {
+  it('reverts and applies again, leaving trainers and creatures alone', async () => {
+    const database = await createTestDatabase(kind);
+    const dataSource = createDataSource(loadDatabaseConfig({ DATABASE_URL: database.url }));
+    const tables = async () => {
+      const rows = await dataSource.query<{ name: string }[]>(
+        dataSource.options.type === 'better-sqlite3'
+          ? "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('trainer_session', 'refresh_token', 'trainer')"
+          : "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN ('trainer_session', 'refresh_token', 'trainer')",
+      );
+      return rows.map((row) => row.name).sort();
+    };
+    try {
+      await dataSource.initialize();
+      await runMigrations(dataSource);
+      expect(await tables()).toEqual(['refresh_token', 'trainer', 'trainer_session']);
+      await dataSource.undoLastMigration();
+      expect(await tables()).toEqual(['trainer']);
+      await runMigrations(dataSource);
+      expect(await tables()).toEqual(['refresh_token', 'trainer', 'trainer_session']);
+    } finally {
+      await dataSource.destroy();
+      await database.drop();
+    }
+  });
+});
