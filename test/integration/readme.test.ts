@@ -28,7 +28,7 @@ describe.each(databases)("the README's examples on %s", (kind) => {
     expect(blocks('graphql')).toHaveLength(1);
     const document = blocks('graphql')[0];
     const operations = parse(document).definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
-    expect(operations.map((o) => o.name?.value)).toEqual(['Register', 'Login', 'Catch', 'Browse', 'Release']);
+    expect(operations.map((o) => o.name?.value)).toEqual(['Register', 'Login', 'Catch', 'Rename', 'Browse', 'Release']);
 
     let token: string | undefined;
     const variables: Record<string, string> = {};
@@ -49,7 +49,7 @@ describe.each(databases)("the README's examples on %s", (kind) => {
       if (operationName === 'Catch') variables.creatureId = body.data!.createCreature.id!;
     }
     expect(token).toEqual(expect.any(String));
-    // Release gave back the creature that Catch made.
+    // Release gave back the creature that Catch made (and Rename renamed).
     const [{ n }] = await t.app.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM creature');
     expect(Number(n)).toBe(0);
   });
@@ -70,5 +70,12 @@ describe.each(databases)("the README's examples on %s", (kind) => {
     expect(all).toContain('"nickname":"gary"');
     expect(all).toMatch(/"items":\[\{"id":\d+,"name":"Tangela"/);
     expect(all).toMatch(/^HTTP\/1\.1 204 /m);
+    // The PATCH, and the logout at the end (204 again): its session is gone.
+    expect(all).toMatch(/"name":"Tangela","speciesId":114,"level":12/);
+    expect(all.match(/^HTTP\/1\.1 204 /gm)).toHaveLength(2);
+    const [{ n }] = await t.app.dataSource.query<{ n: number | string }[]>(
+      "SELECT COUNT(*) AS n FROM trainer_session s JOIN trainer t ON t.id = s.trainer_id WHERE t.nickname = 'erika'",
+    );
+    expect(Number(n)).toBe(0);
   });
 });
