@@ -61,14 +61,22 @@ export function parseDuration(text: string): number | undefined {
   return seconds >= 1 ? seconds : undefined;
 }
 
-const duration = z.string().transform((text, ctx) => {
-  const seconds = parseDuration(text);
-  if (seconds === undefined) {
-    ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration such as 90s, 15m, 1h or 7d` });
-    return z.NEVER;
-  }
-  return seconds;
-});
+const durationUpTo = (maxSeconds: number, maxText: string) =>
+  z.string().transform((text, ctx) => {
+    const seconds = parseDuration(text);
+    if (seconds === undefined) {
+      ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration such as 90s, 15m, 1h or 7d` });
+      return z.NEVER;
+    }
+    if (seconds > maxSeconds) {
+      ctx.addIssue({ code: 'custom', message: `must be at most ${maxText}` });
+      return z.NEVER;
+    }
+    return seconds;
+  });
+const duration = durationUpTo(Number.MAX_SAFE_INTEGER, '');
+/** Token lifetimes: dates beyond a year would only be mistakes (and far ones overflow DATETIME). */
+const tokenLifetime = durationUpTo(365 * 86400, '365d');
 
 const integer = (min: number, max: number) =>
   z
@@ -110,8 +118,8 @@ const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   DATABASE_URL: databaseUrl.prefault(DEFAULT_DATABASE_URL),
   JWT_SECRET: z.string().optional(),
-  JWT_TTL: duration.default(3600),
-  REFRESH_TTL: duration.default(30 * 86400),
+  JWT_TTL: tokenLifetime.default(3600),
+  REFRESH_TTL: tokenLifetime.default(30 * 86400),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   CORS_ORIGINS: z
     .string()

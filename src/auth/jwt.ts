@@ -1,5 +1,5 @@
 import jwt from 'jsonwebtoken';
-import { createSecretKey, type KeyObject } from 'node:crypto';
+import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { parseId } from '../common/validation';
 
 /** The only module that touches jsonwebtoken: algorithm pinned, every claim set and required. */
@@ -45,7 +45,8 @@ export class TokenIssuer {
   issue(trainerId: number, sessionId: number, now = Date.now()): IssuedToken {
     const iat = Math.floor(now / 1000);
     const exp = iat + this.ttlSeconds;
-    const token = jwt.sign({ iat, exp, sid: String(sessionId) }, this.secret, {
+    // jti: two tokens issued in the same second (a login and a refresh) still differ.
+    const token = jwt.sign({ iat, exp, sid: String(sessionId), jti: randomBytes(9).toString('base64url') }, this.secret, {
       algorithm: ALGORITHM,
       subject: String(trainerId),
       issuer: JWT_ISSUER,

@@ -1,31 +1,30 @@
-import { isForeignKeyViolation } from '../db/errors';
 import { placeholders, sqlDate, sqlInt, type Sql } from '../db/sql';
 
 /*
- * Every statement about sessions and their refresh tokens (tables trainer_session and
- * refresh_token). SessionService calls these; the one piece used elsewhere is LIVE_SESSIONS,
- * which the trainers' merged read selects so that the caller check learns, in the statement it
- * already makes, whether the caller's session is still open.
+ * Every statement about sessions (table trainer_session). SessionService calls these; the one
+ * piece used elsewhere is liveSessionsJoin, which the trainers' merged read joins so that the
+ * caller check learns, in the statement it already makes, whether the callers' sessions are open.
  */
 
-/** What a refresh token leads to: its session, as it is now. */
-export interface RefreshTokenRow {
-  readonly sessionId: number;
+/** A session as a refresh finds it by its token's family. */
+export interface SessionRow {
+  readonly id: number;
   readonly trainerId: number;
-  /** The generation the token was issued for; spent when lower than the session's. */
-  readonly tokenGeneration: number;
-  readonly sessionGeneration: number;
+  /** The hash of the secret of the one refresh token that is not spent yet. */
+  readonly tokenHash: string;
   readonly expiresAt: Date;
 }
 
 /**
- * A column for `SELECT ... FROM trainer t`: which of `count` session ids (placeholders, then one
- * for now) are open sessions of that trainer, comma-separated, or null when none is.
+ * A join for `SELECT ... FROM trainer t`: `l.live` lists which of `count` session ids (its
+ * placeholders, then one for now) are open sessions of that trainer, comma-separated, or is null.
+ * One uncorrelated derived table: a subquery per trainer row would probe every listed id once
+ * per row (on SQLite, 91 ms instead of 1.3 ms for a batch of 1,000).
  */
-export const liveSessionsColumn = (count: number): string =>
-  `(SELECT GROUP_CONCAT(s.id) FROM trainer_session s WHERE s.trainer_id = t.id AND s.id IN (${placeholders(count)}) AND s.expires_at > ?)`;
+export const liveSessionsJoin = (count: number): string =>
+  ` LEFT JOIN (SELECT trainer_id, GROUP_CONCAT(id) AS live FROM trainer_session WHERE id IN (${placeholders(count)}) AND expires_at > ? GROUP BY trainer_id) l ON l.trainer_id = t.id`;
 
-/** The ids a liveSessionsColumn holds. mysql2 may hand GROUP_CONCAT over as bytes. */
+/** The ids in `l.live`. mysql2 may hand GROUP_CONCAT over as bytes. */
 export function parseLiveSessions(value: string | Buffer | null | undefined): number[] {
   if (value === null || value === undefined) return [];
   return String(value)
@@ -36,72 +35,41 @@ export function parseLiveSessions(value: string | Buffer | null | undefined): nu
 export class SessionQueries {
   constructor(private readonly sql: Sql) {}
 
-  /** Opens a session (generation 0) and returns its id. */
-  async insert(trainerId: number, createdAt: Date, expiresAt: Date): Promise<number> {
+  /** Opens a session and returns its id. */
+  async insert(trainerId: number, familyHash: string, tokenHash: string, createdAt: Date, expiresAt: Date): Promise<number> {
     const { insertId } = await this.sql.write(
-      'INSERT INTO trainer_session (trainer_id, generation, created_at, expires_at) VALUES (?, 0, ?, ?)',
-      [trainerId, this.sql.date(createdAt), this.sql.date(expiresAt)],
+      'INSERT INTO trainer_session (trainer_id, family_hash, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
+      [trainerId, familyHash, tokenHash, this.sql.date(createdAt), this.sql.date(expiresAt)],
     );
     return insertId;
   }
 
-  /** Stores a refresh token's hash for a generation of a session; false when the session is gone. */
-  async insertToken(tokenHash: string, sessionId: number, generation: number): Promise<boolean> {
-    try {
-      await this.sql.write('INSERT INTO refresh_token (token_hash, session_id, generation) VALUES (?, ?, ?)', [
-        tokenHash,
-        sessionId,
-        generation,
-      ]);
-      return true;
-    } catch (error) {
-      if (isForeignKeyViolation(error)) return false;
-      throw error;
-    }
-  }
-
-  async byTokenHash(tokenHash: string): Promise<RefreshTokenRow | null> {
-    const [row] = await this.sql.rows<{
-      sessionId: number | string;
-      trainerId: number | string;
-      tokenGeneration: number | string;
-      sessionGeneration: number | string;
-      expiresAt: Date | string;
-    }>(
-      'SELECT s.id AS sessionId, s.trainer_id AS trainerId, r.generation AS tokenGeneration, s.generation AS sessionGeneration, s.expires_at AS expiresAt FROM refresh_token r JOIN trainer_session s ON s.id = r.session_id WHERE r.token_hash = ?',
-      [tokenHash],
+  async byFamily(familyHash: string): Promise<SessionRow | null> {
+    const [row] = await this.sql.rows<{ id: number | string; trainerId: number | string; tokenHash: string; expiresAt: Date | string }>(
+      'SELECT id, trainer_id AS trainerId, token_hash AS tokenHash, expires_at AS expiresAt FROM trainer_session WHERE family_hash = ?',
+      [familyHash],
       { prepared: true },
     );
     if (!row) return null;
-    return {
-      sessionId: sqlInt(row.sessionId),
-      trainerId: sqlInt(row.trainerId),
-      tokenGeneration: sqlInt(row.tokenGeneration),
-      sessionGeneration: sqlInt(row.sessionGeneration),
-      expiresAt: sqlDate(row.expiresAt),
-    };
+    return { id: sqlInt(row.id), trainerId: sqlInt(row.trainerId), tokenHash: row.tokenHash, expiresAt: sqlDate(row.expiresAt) };
   }
 
   /**
-   * Moves a session from generation `from` to the next, with a new expiry. The one atomic step
-   * of a refresh: of two refreshes with the same token, exactly one finds `from` still current.
+   * Replaces a session's current secret `from` with `to`, with a new expiry: the one atomic step
+   * of a refresh. Of two refreshes with the same token, exactly one finds `from` still current.
    */
-  async advance(sessionId: number, from: number, expiresAt: Date): Promise<boolean> {
-    const { affected } = await this.sql.write(
-      'UPDATE trainer_session SET generation = generation + 1, expires_at = ? WHERE id = ? AND generation = ?',
-      [this.sql.date(expiresAt), sessionId, from],
-    );
+  async rotate(id: number, from: string, to: string, expiresAt: Date): Promise<boolean> {
+    const { affected } = await this.sql.write('UPDATE trainer_session SET token_hash = ?, expires_at = ? WHERE id = ? AND token_hash = ?', [
+      to,
+      this.sql.date(expiresAt),
+      id,
+      from,
+    ]);
     return affected === 1;
   }
 
-  /** Forgets a session's refresh tokens older than `generation` (they can no longer be told from unknown ones). */
-  async forgetTokensBefore(sessionId: number, generation: number): Promise<void> {
-    await this.sql.write('DELETE FROM refresh_token WHERE session_id = ? AND generation < ?', [sessionId, generation]);
-  }
-
-  /** Deletes a session; its refresh tokens go with it (foreign key, ON DELETE CASCADE). */
-  async delete(sessionId: number): Promise<void> {
-    await this.sql.write('DELETE FROM trainer_session WHERE id = ?', [sessionId]);
+  async delete(id: number): Promise<void> {
+    await this.sql.write('DELETE FROM trainer_session WHERE id = ?', [id]);
   }
 
   async deleteOfTrainer(trainerId: number): Promise<number> {

@@ -1,17 +1,16 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors';
 import type { SessionQueries } from './session.queries';
 
-/** A refresh token: 32 random bytes (256 bits), base64url. */
-const TOKEN_BYTES = 32;
-const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+/**
+ * A refresh token: `<family>.<secret>`, 16 and 32 random bytes in base64url (384 bits). The
+ * family part is the same for every token of a session; the secret changes with each refresh.
+ */
+const FAMILY_BYTES = 16;
+const SECRET_BYTES = 32;
+const TOKEN_PATTERN = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/;
 /** Sessions a trainer may hold; signing in once more ends the oldest. */
 export const MAX_SESSIONS_PER_TRAINER = 50;
-/**
- * Spent refresh tokens remembered per session (their hashes), so that replaying one of them is
- * recognised as a replay and ends the session. An older one is merely unknown: refused, no more.
- */
-const REMEMBERED_GENERATIONS = 10;
 /** Expired sessions deleted per statement by purgeExpired, and the most statements per call. */
 const PURGE_BATCH = 500;
 const PURGE_MAX_BATCHES = 200;
@@ -25,15 +24,20 @@ export interface SessionTokens {
 
 const refused = (): AppError => new AppError('UNAUTHENTICATED', 'Invalid, expired or revoked refresh token');
 
-/** Refresh tokens are random, so a fast hash is enough: nothing can be guessed from it. */
-const hashOf = (token: string): string => createHash('sha256').update(token).digest('base64url');
+/** Both parts are random, so a fast hash is enough: nothing can be guessed from it. */
+const hashOf = (text: string): string => createHash('sha256').update(text).digest('base64url');
+const random = (bytes: number): string => randomBytes(bytes).toString('base64url');
+const sameHash = (a: string, b: string): boolean => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 /**
  * Sessions with refresh-token rotation and replay detection (RFC 9700, 4.14.2): every sign-in
- * opens a session; each refresh token can be used once and is replaced by a new one; presenting
- * a spent one again ends the whole session, so a stolen token is useless to thief and owner
- * alike. Ending a session also ends its access tokens: the caller check reads whether the
- * session is open with every authenticated request (TrainerService.findCaller).
+ * opens a session; each refresh token can be used once and is replaced by a new one. Every token
+ * of a session shares its family part, and the session keeps the hash of the one current secret:
+ * a token of the family with any other secret is a spent one coming back (only those who held a
+ * token of the family know its family part), so the session ends and the stolen token is useless
+ * to thief and owner alike, however many refreshes came in between, in one row per session.
+ * Ending a session also ends its access tokens: the caller check reads whether the session is
+ * open with every authenticated request (TrainerService.findCaller).
  */
 export class SessionService {
   constructor(
@@ -43,39 +47,34 @@ export class SessionService {
 
   /** Opens a session for a trainer who has just proved who it is, and ends its oldest beyond the cap. */
   async open(trainerId: number, now = new Date()): Promise<SessionTokens> {
+    const family = random(FAMILY_BYTES);
+    const secret = random(SECRET_BYTES);
     const refreshExpiresAt = this.expiry(now);
-    const sessionId = await this.queries.insert(trainerId, now, refreshExpiresAt);
-    const refreshToken = randomBytes(TOKEN_BYTES).toString('base64url');
-    await this.queries.insertToken(hashOf(refreshToken), sessionId, 0);
+    const sessionId = await this.queries.insert(trainerId, hashOf(family), hashOf(secret), now, refreshExpiresAt);
     await this.queries.keepNewest(trainerId, MAX_SESSIONS_PER_TRAINER);
-    return { sessionId, trainerId, refreshToken, refreshExpiresAt };
+    return { sessionId, trainerId, refreshToken: `${family}.${secret}`, refreshExpiresAt };
   }
 
   /**
    * Spends a refresh token for the next one of its session. UNAUTHENTICATED when the token is
-   * unknown, expired or its session ended; when it was already spent, the session ends too.
+   * unknown, expired or its session ended; when it was already spent, the session ends too. Of
+   * two refreshes with the same current token, one gets the next pair and the other is refused
+   * (a client retrying a refresh whose answer it lost must not lose its session).
    */
   async rotate(refreshToken: string, now = new Date()): Promise<SessionTokens> {
-    if (!TOKEN_PATTERN.test(refreshToken)) throw refused();
-    const found = await this.queries.byTokenHash(hashOf(refreshToken));
-    if (!found || found.expiresAt <= now) throw refused();
-    const { sessionId, trainerId } = found;
-    const generation = found.sessionGeneration + 1;
-    const next = randomBytes(TOKEN_BYTES).toString('base64url');
-    // The next token is stored before the session moves on, so the refresh that moves it has
-    // nothing left to fail on. A spent token, or a race lost to another refresh with the same
-    // token, is a replay: the session ends, with every token of it (the next ones included).
-    const spent = found.tokenGeneration !== found.sessionGeneration;
-    if (
-      spent ||
-      !(await this.queries.insertToken(hashOf(next), sessionId, generation)) ||
-      !(await this.queries.advance(sessionId, found.sessionGeneration, this.expiry(now)))
-    ) {
-      await this.queries.delete(sessionId);
+    const parts = TOKEN_PATTERN.exec(refreshToken);
+    if (!parts) throw refused();
+    const session = await this.queries.byFamily(hashOf(parts[1]));
+    if (!session || session.expiresAt <= now) throw refused();
+    const presented = hashOf(parts[2]);
+    if (!sameHash(presented, session.tokenHash)) {
+      await this.queries.delete(session.id);
       throw refused();
     }
-    await this.queries.forgetTokensBefore(sessionId, generation - REMEMBERED_GENERATIONS);
-    return { sessionId, trainerId, refreshToken: next, refreshExpiresAt: this.expiry(now) };
+    const secret = random(SECRET_BYTES);
+    const refreshExpiresAt = this.expiry(now);
+    if (!(await this.queries.rotate(session.id, presented, hashOf(secret), refreshExpiresAt))) throw refused();
+    return { sessionId: session.id, trainerId: session.trainerId, refreshToken: `${parts[1]}.${secret}`, refreshExpiresAt };
   }
 
   /** Ends one session: its refresh token and its access tokens stop working at once. */

@@ -56,6 +56,12 @@ export function registerStrictJsonParser(app: FastifyInstance): void {
       done(new AppError('UNSUPPORTED_MEDIA_TYPE', 'JSON bodies must be UTF-8'), undefined);
       return;
     }
+    // No body at all, even under a JSON content type (clients that set the header on every
+    // request): the route's schema decides whether it needed one.
+    if ((body as Buffer).length === 0) {
+      done(null, undefined);
+      return;
+    }
     let text: string;
     try {
       text = UTF8.decode(body as Buffer);

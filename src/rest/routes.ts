@@ -161,6 +161,7 @@ export async function restRoutes(
         summary: "End the caller's session, or with everywhere every session of the trainer (logout)",
         description: 'The refresh token and the access tokens of the ended sessions stop working at once. The body is optional.',
         security: secured,
+        'x-body-optional': true,
         body: logoutBody,
         response: {
           204: { description: 'Logged out', type: 'null' },

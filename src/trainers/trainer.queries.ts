@@ -1,4 +1,4 @@
-import { liveSessionsColumn, parseLiveSessions } from '../auth/session.queries';
+import { liveSessionsJoin, parseLiveSessions } from '../auth/session.queries';
 import { placeholders, sqlDate, sqlInt, type Sql } from '../db/sql';
 import { Team } from './team';
 
@@ -94,14 +94,13 @@ export class TrainerQueries {
         : countAll
           ? `, ${CREATURE_COUNT} AS creaturesOwned`
           : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
-    const sessions = sessionIds.length === 0 ? '' : `, ${liveSessionsColumn(sessionIds.length)} AS liveSessions`;
+    const live = sessionIds.length === 0 ? '' : ', l.live AS liveSessions';
+    const join = sessionIds.length === 0 ? '' : liveSessionsJoin(sessionIds.length);
     const params = [...(countAll ? [] : countFor), ...sessionIds, ...(sessionIds.length === 0 ? [] : [this.sql.date(new Date())]), ...ids];
     const rows = await this.sql.rows<TrainerRow>(
-      `SELECT ${COLUMNS}${counted}${sessions} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
+      `SELECT ${COLUMNS}${counted}${live} FROM trainer t${join} WHERE t.id IN (${placeholders(ids.length)})`,
       params,
-      {
-        prepared: ids.length + countFor.length + sessionIds.length <= 5,
-      },
+      { prepared: ids.length + countFor.length + sessionIds.length <= 5 },
     );
     const trainers = new Map<number, Trainer>();
     const liveSessions = new Map<number, readonly number[]>();

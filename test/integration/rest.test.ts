@@ -111,17 +111,20 @@ describe.each(databases)('REST shim on %s', (kind) => {
     expectProblem(post, 415, 'UNSUPPORTED_MEDIA_TYPE');
     const none = await t.app.inject({ method: 'PATCH', url, headers: auth(me) });
     expectProblem(none, 400, 'BAD_USER_INPUT');
+    const empty = await t.app.inject({ method: 'PATCH', url, headers: { ...auth(me), 'content-type': 'application/json' }, payload: '' });
+    expectProblem(empty, 400, 'BAD_USER_INPUT');
     expect((await t.app.dataSource.getRepository(Creature).findOneByOrFail({ id: made.id })).level).toBe(6);
   });
 
   it('logs out with 204 and no body, with or without a JSON body; a body of the wrong shape is 400 and logs nobody out', async () => {
-    for (const payload of [undefined, {}, { everywhere: false }]) {
+    // No body, an empty body under a JSON content type (clients that always send the header), {} and an explicit false.
+    for (const payload of [undefined, '', {}, { everywhere: false }]) {
       const { token } = await signIn(t.app, me.trainer.id);
       const res = await t.app.inject({
         method: 'POST',
         url: '/trainer/logout',
-        headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json' } : {}) },
-        ...(payload ? { payload: JSON.stringify(payload) } : {}),
+        headers: { authorization: `Bearer ${token}`, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(payload !== undefined ? { payload: typeof payload === 'string' ? payload : JSON.stringify(payload) } : {}),
       });
       expect([payload, res.statusCode, res.body]).toEqual([payload, 204, '']);
       const after = await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}`, headers: { authorization: `Bearer ${token}` } });
@@ -420,7 +423,10 @@ describe('OpenAPI and Swagger UI', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
     const operations = Object.entries(
-      doc.paths as Record<string, Record<string, { responses: Record<string, unknown>; security?: unknown }>>,
+      doc.paths as Record<
+        string,
+        Record<string, { responses: Record<string, unknown>; security?: unknown; requestBody?: { required: boolean } }>
+      >,
     ).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })));
     expect(operations.map((o) => o.key).sort()).toEqual([
       'DELETE /trainer/{trainerId}/creature/{creatureId}',
@@ -448,6 +454,18 @@ describe('OpenAPI and Swagger UI', () => {
       'PATCH /trainer/{trainerId}/creature/{creatureId}': '200 400 401 403 404 409 413 415 500 503',
       'POST /trainer/authenticate/refresh': '200 400 401 413 415 429 500 503',
       'POST /trainer/logout': '204 400 401 413 415 500 503',
+    });
+    const bodies = Object.fromEntries(
+      operations.filter(({ op }) => 'requestBody' in op).map(({ key, op }) => [key, op.requestBody?.required]),
+    );
+    // Logout takes no body as well as one; every other body is required.
+    expect(bodies).toEqual({
+      'POST /trainer': true,
+      'POST /trainer/authenticate': true,
+      'POST /trainer/authenticate/refresh': true,
+      'POST /trainer/logout': false,
+      'POST /trainer/{trainerId}/creature': true,
+      'PATCH /trainer/{trainerId}/creature/{creatureId}': true,
     });
     for (const { key, op } of operations) {
       const open = ['POST /trainer', 'POST /trainer/authenticate', 'POST /trainer/authenticate/refresh'].includes(key);

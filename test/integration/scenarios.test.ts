@@ -437,23 +437,26 @@ describe.each(databases)('on %s', (kind) => {
       it('gives with every login a random refresh token, valid for 30 days, and an access token naming its session', async () => {
         const first = await login();
         const second = await login();
-        expect(first.refreshToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+        expect(first.refreshToken).toMatch(/^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
         expect(first.refreshToken).not.toBe(second.refreshToken);
         expect(new Date(first.refreshExpiresAt).getTime() - Date.now()).toBeGreaterThan(30 * 86400_000 - 60_000);
         expect(new Date(first.refreshExpiresAt).getTime() - Date.now()).toBeLessThanOrEqual(30 * 86400_000);
         expect(sessionOf(first.token)).not.toBe(sessionOf(second.token));
-        // Stored only as a hash.
-        const stored = await t.app.dataSource.query<{ token_hash: string }[]>('SELECT token_hash FROM refresh_token WHERE session_id = ?', [
+        // Stored only as hashes.
+        const [row] = await t.app.dataSource.query<Record<string, unknown>[]>('SELECT * FROM trainer_session WHERE id = ?', [
           sessionOf(first.token),
         ]);
-        expect(stored).toHaveLength(1);
-        expect(stored[0].token_hash).not.toBe(first.refreshToken);
+        const [family, secret] = first.refreshToken.split('.');
+        expect(JSON.stringify(row)).not.toContain(family);
+        expect(JSON.stringify(row)).not.toContain(secret);
       });
 
       it('rotates: a refresh gives a new pair that works, and the next refresh takes the new refresh token', async () => {
         const first = await login();
         const second = value(await api.refresh(first.refreshToken));
         expect(second.refreshToken).not.toBe(first.refreshToken);
+        // Even within the same second as the login.
+        expect(second.token).not.toBe(first.token);
         expect(second.tokenType).toBe('Bearer');
         expect(second.trainer).toMatchObject({ id: me.trainer.id, email: me.email });
         expect(sessionOf(second.token)).toBe(sessionOf(first.token));
@@ -474,7 +477,26 @@ describe.each(databases)('on %s', (kind) => {
         value(await api.getTrainer(me.token, myId()));
       });
 
+      it('spots a spent refresh token however many refreshes came after it', async () => {
+        const stolen = await login();
+        let current = stolen;
+        for (let i = 0; i < 12; i += 1) current = value(await api.refresh(current.refreshToken));
+        expectFailure(api, await api.refresh(stolen.refreshToken), 'UNAUTHENTICATED');
+        expectFailure(api, await api.refresh(current.refreshToken), 'UNAUTHENTICATED');
+        expectFailure(api, await api.getTrainer(current.token, myId()), 'UNAUTHENTICATED');
+      });
+
+      it('ends the session when its family comes with a made-up secret: only a holder of one of its tokens knows the family', async () => {
+        const session = await login();
+        const [family] = session.refreshToken.split('.');
+        expectFailure(api, await api.refresh(`${family}.${'A'.repeat(43)}`), 'UNAUTHENTICATED');
+        expectFailure(api, await api.refresh(session.refreshToken), 'UNAUTHENTICATED');
+        expectFailure(api, await api.getTrainer(session.token, myId()), 'UNAUTHENTICATED');
+      });
+
       it('gives exactly one success to concurrent refreshes with the same token', async () => {
+        // Whether the new pair then works depends on timing: a refresh that reads the session
+        // after the winner has moved it on presents a spent token, and that ends the session.
         const { refreshToken } = await login();
         const results = await Promise.all([1, 2, 3, 4, 5].map(() => api.refresh(refreshToken)));
         expect(results.filter((r) => r.ok)).toHaveLength(1);
@@ -538,7 +560,8 @@ describe.each(databases)('on %s', (kind) => {
       });
 
       it.each([
-        ['an unknown token', 'A'.repeat(43)],
+        ['an unknown token', `${'A'.repeat(22)}.${'B'.repeat(43)}`],
+        ['a token of another shape', 'A'.repeat(43)],
         ['an access token', 'the access token'],
         ['an empty string', ''],
         ['a very long string', 'x'.repeat(50_000)],

@@ -55,12 +55,20 @@ describe('loadConfig', () => {
     expect(config.jwtTtlSeconds).toBe(900);
   });
 
+  it('takes refresh tokens to live 30 days unless REFRESH_TTL says otherwise (at most 365 days)', () => {
+    expect(loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET }).refreshTtlSeconds).toBe(30 * 86400);
+    expect(loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET, REFRESH_TTL: '365d' }).refreshTtlSeconds).toBe(365 * 86400);
+  });
+
   it.each([
     ['PORT', { PORT: 'eighty' }],
     ['PORT', { PORT: '70000' }],
     ['DATABASE_URL', { DATABASE_URL: 'postgres://x/y' }],
     ['DATABASE_URL', { DATABASE_URL: 'mysql://host-without-database' }],
     ['JWT_TTL', { JWT_TTL: 'forever' }],
+    ['JWT_TTL', { JWT_TTL: '366d' }],
+    ['REFRESH_TTL', { REFRESH_TTL: '999999999999d' }],
+    ['REFRESH_TTL', { REFRESH_TTL: '0s' }],
     ['NODE_ENV', { NODE_ENV: 'staging' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['CORS_ORIGINS', { CORS_ORIGINS: 'not a url' }],
