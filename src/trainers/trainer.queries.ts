@@ -1,4 +1,4 @@
-import { liveSessionsJoin, parseLiveSessions } from '../auth/session.queries';
+import { liveSessionsColumn, parseLiveSessions } from '../auth/session.queries';
 import { placeholders, sqlDate, sqlInt, type Sql } from '../db/sql';
 import { Team } from './team';
 
@@ -39,7 +39,7 @@ const COLUMNS = 't.id, t.nickname, t.first_name AS firstName, t.last_name AS las
 /** Counted through the (trainer_id) index: only that trainer's index entries are read. */
 const CREATURE_COUNT = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id)';
 
-/** Trainers read by id, and which of the asked-about sessions of each are open. */
+/** Trainers read by id, and the open sessions of those asked about (the callers). */
 export interface TrainersById {
   readonly trainers: Map<number, Trainer>;
   readonly liveSessions: Map<number, readonly number[]>;
@@ -79,13 +79,13 @@ export class TrainerQueries {
 
   /**
    * Trainers by id, with the creature count of those in `countFor` from the same statement, and
-   * which of `sessionIds` are open sessions of each (the caller check: a logged-out session's
-   * access tokens stop working without a statement of their own).
+   * the open sessions of those in `callers` (the caller check: a logged-out session's access
+   * tokens stop working without a statement of their own).
    * Prepared only while the lists are short: a request alone (its caller and one trainer) keeps
    * to a few statement shapes, while merged batches, whose lists have any length, would fill each
    * connection's prepared-statement cache with shapes used once.
    */
-  async byIds(ids: readonly number[], countFor: readonly number[], sessionIds: readonly number[] = []): Promise<TrainersById> {
+  async byIds(ids: readonly number[], countFor: readonly number[], callers: readonly number[] = []): Promise<TrainersById> {
     // Every trainer counted (a page): no CASE, whose IN list the database would test on each row.
     const countAll = countFor.length > 0 && countFor.length === ids.length && countFor.every((id, i) => id === ids[i]);
     const counted =
@@ -94,20 +94,21 @@ export class TrainerQueries {
         : countAll
           ? `, ${CREATURE_COUNT} AS creaturesOwned`
           : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
-    const live = sessionIds.length === 0 ? '' : ', l.live AS liveSessions';
-    const join = sessionIds.length === 0 ? '' : liveSessionsJoin(sessionIds.length);
-    const params = [...(countAll ? [] : countFor), ...sessionIds, ...(sessionIds.length === 0 ? [] : [this.sql.date(new Date())]), ...ids];
+    const live = callers.length === 0 ? '' : `, ${liveSessionsColumn(callers.length)} AS liveSessions`;
+    const params = [...(countAll ? [] : countFor), ...callers, ...(callers.length === 0 ? [] : [this.sql.date(new Date())]), ...ids];
     const rows = await this.sql.rows<TrainerRow>(
-      `SELECT ${COLUMNS}${counted}${live} FROM trainer t${join} WHERE t.id IN (${placeholders(ids.length)})`,
+      `SELECT ${COLUMNS}${counted}${live} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
       params,
-      { prepared: ids.length + countFor.length + sessionIds.length <= 5 },
+      {
+        prepared: ids.length + countFor.length + callers.length <= 5,
+      },
     );
     const trainers = new Map<number, Trainer>();
     const liveSessions = new Map<number, readonly number[]>();
     for (const row of rows) {
       const trainer = toTrainer(row);
       trainers.set(trainer.id, trainer);
-      if (sessionIds.length > 0) liveSessions.set(trainer.id, parseLiveSessions(row.liveSessions));
+      if (callers.length > 0) liveSessions.set(trainer.id, parseLiveSessions(row.liveSessions));
     }
     return { trainers, liveSessions };
   }

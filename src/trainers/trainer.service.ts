@@ -142,9 +142,9 @@ export class TrainerService {
   private async readBatch(keys: readonly TrainerRead[]): Promise<(Trainer | null)[]> {
     const ids = [...new Set(keys.map((key) => key.id))];
     const counted = [...new Set(keys.filter((key) => key.count).map((key) => key.id))];
-    const sessions = [...new Set(keys.flatMap((key) => (key.session === undefined ? [] : [key.session])))];
+    const callers = [...new Set(keys.filter((key) => key.session !== undefined).map((key) => key.id))];
     // When most are to be counted (pages), all are: a count costs less than a CASE testing the list on each row.
-    const { trainers: found, liveSessions } = await this.queries.byIds(ids, counted.length * 2 >= ids.length ? ids : counted, sessions);
+    const { trainers: found, liveSessions } = await this.queries.byIds(ids, counted.length * 2 >= ids.length ? ids : counted, callers);
     // A trainer object per read: requests never share one (the last read of an id takes the
     // object its row became, earlier ones a copy made before it changes), and only those that
     // asked get the count.
