@@ -2,6 +2,8 @@ import 'reflect-metadata';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
+import { RedisEventRelay } from './events/redis-relay';
+import { trustedProxies } from './http/client-address';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Config } from './config';
@@ -43,6 +45,8 @@ export interface BuildOptions {
   readonly idleTimeoutMs?: number;
   /** Where log lines go instead of stdout (tests read them). */
   readonly logStream?: { write(line: string): void };
+  /** How often WebSocket connections are checked for expired tokens and ended sessions (tests shorten it). */
+  readonly sessionCheckMs?: number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -61,6 +65,20 @@ function connectRedis(url: string, app: FastifyInstance): Redis {
   return redis;
 }
 
+/**
+ * Creature events through Redis, for subscribers on every instance. Subscribing needs a connection
+ * of its own, which queues its SUBSCRIBE commands while Redis is away and follows its channels
+ * again once it is back.
+ */
+function relayEvents(redis: Redis, services: Services, app: FastifyInstance): RedisEventRelay {
+  const subscriber = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+  subscriber.on('error', (error) => app.log.warn({ err: error }, 'redis unavailable; creature events reach this instance only'));
+  app.addHook('onClose', async () => {
+    await subscriber.quit().catch(() => subscriber.disconnect());
+  });
+  return new RedisEventRelay(redis, subscriber, (event) => services.events.deliver(event), app.log);
+}
+
 /** Builds the whole service on one database; it never listens (main.ts does). Close it with app.close(). */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -73,8 +91,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     bodyLimit: config.bodyLimit,
     // One line per request is written by the observability hook, with route, operation and trainer.
     logController: new LogController({ disableRequestLogging: true }),
-    trustProxy:
-      typeof config.trustProxy === 'number' ? (_address: string, hop: number) => hop < (config.trustProxy as number) : config.trustProxy,
+    trustProxy: trustedProxies(config.trustProxy),
     clientErrorHandler,
     // Long path ids must reach validation (400 BAD_USER_INPUT), not the router's own 414; Node's
     // 16 KiB header limit bounds URLs anyway.
@@ -130,6 +147,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
     const services = createServices(dataSource, config, redis);
     app.decorate('services', services);
+    if (redis) services.events.relayThrough(relayEvents(redis, services, app));
     const purge = schedulePurge(services.sessions, app.log);
     app.addHook('onClose', () => purge.stop());
 
@@ -154,7 +172,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // The API's own scopes wait for the database; operations, docs and the IDE pages do not.
     const requireDatabase = databaseGate(database);
     await app.register(restRoutes, { services, requireDatabase });
-    await registerGraphQL(app, config, services, requireDatabase);
+    await registerGraphQL(app, config, services, requireDatabase, { sessionCheckMs: options.sessionCheckMs });
     await app.ready();
     return app;
   } catch (error) {

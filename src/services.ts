@@ -15,6 +15,7 @@ import { TrainerQueries } from './trainers/trainer.queries';
 import { CursorCodec } from './common/cursor';
 import { SessionQueries } from './auth/session.queries';
 import { SessionService } from './auth/session.service';
+import { CreatureEventBus } from './events/event-bus';
 
 /** The service layer both transports call. Built once per app; no module-level state. */
 export interface Services {
@@ -22,6 +23,8 @@ export interface Services {
   readonly creatures: CreatureService;
   readonly auth: AuthService;
   readonly sessions: SessionService;
+  /** Creature events for subscriptions (published after each committed write). */
+  readonly events: CreatureEventBus;
   readonly hasher: PasswordHasher;
 }
 
@@ -32,7 +35,8 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
   const creatureQueries = new CreatureQueries(sql);
   const delay = new RefusalDelay(config.rateLimitedDelayMs);
   const hasher = new PasswordHasher(undefined, delay);
-  const creatures = new CreatureService(creatureQueries, trainerQueries);
+  const events = new CreatureEventBus();
+  const creatures = new CreatureService(creatureQueries, trainerQueries, events);
   const throttle = new LoginThrottle({
     maxFailures: config.loginMaxFailures,
     windowSeconds: config.loginWindowSeconds,
@@ -44,5 +48,5 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
   const trainers = new TrainerService(trainerQueries, creatureQueries, hasher, throttle, new CursorCodec(config.jwtSecret, 'trainers'));
   const sessions = new SessionService(new SessionQueries(sql), config.refreshTtlSeconds);
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
-  return { trainers, creatures, auth, sessions, hasher };
+  return { trainers, creatures, auth, sessions, events, hasher };
 }

@@ -18,6 +18,8 @@ export interface IssuedToken {
 export interface TokenClaims {
   readonly trainerId: number;
   readonly sessionId: number;
+  /** When the token expires (its `exp`, in milliseconds). */
+  readonly expiresAtMs: number;
 }
 
 export class TokenIssuer {
@@ -33,7 +35,7 @@ export class TokenIssuer {
    * expiry is still checked on every use, and whether its session is still open is the caller
    * check's (RequestAuth), on every request. Bounded (oldest out first).
    */
-  private readonly verified = new Map<string, TokenClaims & { expiresAtMs: number }>();
+  private readonly verified = new Map<string, TokenClaims>();
 
   constructor(
     secret: string,
@@ -73,7 +75,7 @@ export class TokenIssuer {
     return claims;
   }
 
-  private verifySignature(token: string): (TokenClaims & { expiresAtMs: number }) | undefined {
+  private verifySignature(token: string): TokenClaims | undefined {
     try {
       const payload = jwt.verify(token, this.secret, {
         algorithms: [ALGORITHM],

@@ -54,6 +54,13 @@ export class RequestAuth {
     return claims.trainerId;
   }
 
+  /** The token's claims (trainer, session, expiry), or UNAUTHENTICATED. */
+  tokenClaims(): TokenClaims {
+    const claims = this.claims();
+    if (claims === undefined) throw refused(this.authorization);
+    return claims;
+  }
+
   sessionId(): number {
     const claims = this.claims();
     if (claims === undefined) throw refused(this.authorization);

@@ -6,6 +6,8 @@ import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerQueries } from '../trainers/trainer.queries';
 import type { Creature } from './creature.entity';
 import type { CreatureField, CreatureQueries } from './creature.queries';
+import { CreatureEventKind, toMessage } from '../events/creature-event';
+import type { CreatureEventBus } from '../events/event-bus';
 
 export interface NewCreature {
   readonly name: string;
@@ -26,6 +28,7 @@ export class CreatureService {
   constructor(
     private readonly queries: CreatureQueries,
     private readonly trainers: TrainerQueries,
+    private readonly events: CreatureEventBus,
   ) {}
 
   /** Only the trainer itself may add to its creatures; the unique index settles duplicates, even concurrent ones. */
@@ -34,8 +37,9 @@ export class CreatureService {
       throw new AppError('FORBIDDEN', 'You can only create creatures for yourself');
     }
     const name = normalizeText(input.name);
+    let created: Creature;
     try {
-      return await this.queries.insert({
+      created = await this.queries.insert({
         name,
         nameKey: creatureNameKey(name),
         speciesId: input.speciesId,
@@ -53,6 +57,8 @@ export class CreatureService {
       if (isForeignKeyViolation(error)) throw new AppError('UNAUTHENTICATED', 'Your account no longer exists');
       throw error;
     }
+    this.events.publish(toMessage(CreatureEventKind.CREATED, created));
+    return created;
   }
 
   findById(id: number): Promise<Creature | null> {
@@ -83,6 +89,7 @@ export class CreatureService {
       throw new AppError('FORBIDDEN', 'You can only delete your own creatures');
     }
     if (!(await this.queries.deleteOwned(id, viewer.id))) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
+    this.events.publish(toMessage(CreatureEventKind.DELETED, creature));
     return creature;
   }
 
@@ -123,6 +130,7 @@ export class CreatureService {
     }
     const now = updated ? await this.queries.byId(id, viewer.id) : null;
     if (!now) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
+    this.events.publish(toMessage(CreatureEventKind.UPDATED, now));
     return now;
   }
 

@@ -15,8 +15,10 @@ export interface GraphQLContext {
   readonly selfIds: Set<number>;
   /** The caller's address (behind a proxy, as TRUST_PROXY allows): login attempts are counted by it. */
   readonly clientIp: string;
-  /** The HTTP request, for what is logged and measured about it (operation name, trainer id). */
-  readonly request: FastifyRequest;
+  /** The HTTP request, for what is logged and measured about it (operation name, trainer id); none over WebSocket. */
+  readonly request?: FastifyRequest;
+  /** Over WebSocket: the connection, which a subscriber too slow to read its events is dropped from. */
+  readonly connection?: { drop(reason: string): void };
   /** The request's logger (it carries the request id). */
   readonly log: FastifyBaseLogger;
 }

@@ -12,6 +12,7 @@ import {
   parse,
   visit,
   type FieldNode,
+  type OperationDefinitionNode,
   type SelectionNode,
   type DocumentNode,
   type GraphQLSchema,
@@ -131,9 +132,17 @@ const MAX_COSTS_PER_DOCUMENT = 100;
  * The cost limit needs the variables (`limit: $n`), which validation rules do not see, so it runs
  * once the operation is resolved: still before any resolver. A document's cost is remembered for
  * the values of the variables it depends on: `trainer(id: $id)` is measured once, not per id
- * (measuring was 7% of the CPU of a GraphQL trainer(id), node --cpu-prof).
+ * (measuring was 7% of the CPU of a GraphQL trainer(id), node --cpu-prof). The error to answer
+ * when an operation costs too much, else undefined; for HTTP (costLimitPlugin) and WebSocket.
  */
-export function costLimitPlugin(schema: GraphQLSchema): ApolloServerPlugin {
+export function costChecker(
+  schema: GraphQLSchema,
+): (
+  document: DocumentNode,
+  operation: OperationDefinitionNode | undefined,
+  operationName: string | undefined,
+  given: Record<string, unknown>,
+) => GraphQLError | undefined {
   const caches = new WeakMap<DocumentNode, CostCache>();
   const measure = (document: DocumentNode, variables: Record<string, unknown>, operationName: string | undefined): number => {
     try {
@@ -150,31 +159,36 @@ export function costLimitPlugin(schema: GraphQLSchema): ApolloServerPlugin {
       return Number.POSITIVE_INFINITY;
     }
   };
+  return (document, operation, operationName, given) => {
+    let cache = caches.get(document);
+    if (!cache) {
+      cache = { variables: costVariables(document), costs: new Map() };
+      caches.set(document, cache);
+    }
+    const key = `${operationName ?? ''}|${cache.variables.map((name) => (name in given ? JSON.stringify(given[name]) : '~')).join(',')}`;
+    let cost = cache.costs.get(key);
+    if (cost === undefined) {
+      // Variables that do not fit their types: execution refuses them (BAD_USER_INPUT) before any resolver.
+      const coerced = getVariableValues(schema, operation?.variableDefinitions ?? [], given, { maxErrors: 1 });
+      if (coerced.errors) return undefined;
+      cost = measure(document, coerced.coerced, operationName);
+      if (cache.costs.size >= MAX_COSTS_PER_DOCUMENT) cache.costs.clear();
+      cache.costs.set(key, cost);
+    }
+    if (cost <= LIMITS.cost) return undefined;
+    const measured = Number.isFinite(cost) ? `would cost ${cost}` : 'is too large to measure';
+    return new GraphQLError(`This operation ${measured}, more than the limit of ${LIMITS.cost} (a list costs its limit times its items)`, {
+      extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
+    });
+  };
+}
+
+export function costLimitPlugin(schema: GraphQLSchema): ApolloServerPlugin {
+  const check = costChecker(schema);
   const hooks: GraphQLRequestListener<BaseContext> = {
     async didResolveOperation({ document, request, operationName, operation }) {
-      let cache = caches.get(document);
-      if (!cache) {
-        cache = { variables: costVariables(document), costs: new Map() };
-        caches.set(document, cache);
-      }
-      const given = request.variables ?? {};
-      const key = `${operationName ?? ''}|${cache.variables.map((name) => (name in given ? JSON.stringify(given[name]) : '~')).join(',')}`;
-      let cost = cache.costs.get(key);
-      if (cost === undefined) {
-        // Variables that do not fit their types: execution refuses them (BAD_USER_INPUT) before any resolver.
-        const coerced = getVariableValues(schema, operation?.variableDefinitions ?? [], given, { maxErrors: 1 });
-        if (coerced.errors) return;
-        cost = measure(document, coerced.coerced, operationName ?? undefined);
-        if (cache.costs.size >= MAX_COSTS_PER_DOCUMENT) cache.costs.clear();
-        cache.costs.set(key, cost);
-      }
-      if (cost > LIMITS.cost) {
-        const measured = Number.isFinite(cost) ? `would cost ${cost}` : 'is too large to measure';
-        throw new GraphQLError(
-          `This operation ${measured}, more than the limit of ${LIMITS.cost} (a list costs its limit times its items)`,
-          { extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } },
-        );
-      }
+      const error = check(document, operation, operationName ?? undefined, request.variables ?? {});
+      if (error) throw error;
     },
   };
   // The same hooks object for every request: it keeps no per-request state.

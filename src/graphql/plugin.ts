@@ -3,7 +3,7 @@ import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDi
 import fastifyApollo from '@as-integrations/fastify';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import { getNamedType, GraphQLError, isIntrospectionType, type DocumentNode, type ValidationRule } from 'graphql';
+import { getNamedType, GraphQLError, isIntrospectionType, OperationTypeNode, type DocumentNode, type ValidationRule } from 'graphql';
 import type { Config } from '../config';
 import { methodNotAllowed } from '../http/method-not-allowed';
 import { noStore } from '../http/no-store';
@@ -19,11 +19,20 @@ import { costLimitPlugin, limitRules, LIMITS, repeatedSelectionsGuard } from './
 import { CompilingExecutor } from './executor';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
+import { registerSubscriptions } from './subscriptions';
 
-/** Puts the operation name on the request, for logs and metrics (one hooks object for all requests). */
+/**
+ * Puts the operation name on the request, for logs and metrics, and refuses subscriptions, which
+ * are taken over WebSocket only (one hooks object for all requests).
+ */
 const OPERATION_NAME_HOOKS: GraphQLRequestListener<GraphQLContext> = {
-  async didResolveOperation({ operationName, contextValue }) {
-    contextValue.request.operationName = operationName;
+  async didResolveOperation({ operationName, operation, contextValue }) {
+    if (contextValue.request) contextValue.request.operationName = operationName;
+    if (operation?.operation === OperationTypeNode.SUBSCRIPTION) {
+      throw new GraphQLError('Subscriptions are taken over WebSocket (graphql-transport-ws) at /graphql, not over HTTP', {
+        extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
+      });
+    }
   },
 };
 
@@ -86,6 +95,7 @@ export async function registerGraphQL(
   config: Config,
   services: Services,
   requireDatabase: onRequestAsyncHookHandler,
+  options: { sessionCheckMs?: number } = {},
 ): Promise<void> {
   const schema = await buildGraphQLSchema();
   const apollo = new ApolloServer<GraphQLContext>({
@@ -118,6 +128,7 @@ export async function registerGraphQL(
   });
   await apollo.start();
   app.addHook('onClose', async () => apollo.stop());
+  registerSubscriptions(app, config, services, schema, options);
 
   if (config.sandbox) registerIdeRoutes(app);
   // /graphql in a scope of its own: errors raised before Apollo has the request answer in

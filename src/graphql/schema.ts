@@ -3,11 +3,12 @@ import { buildSchema } from 'type-graphql';
 import { AuthResolver } from '../auth/auth.resolver';
 import { validateOrThrow } from '../common/validation';
 import { CreatureResolver } from '../creatures/creature.resolver';
+import { CreatureEventsResolver } from '../events/creature-events.resolver';
 import { TrainerPageResolver, TrainerResolver } from '../trainers/trainer.resolver';
 import { authChecker } from './auth-checker';
 import { DateTimeISO } from './scalars';
 
-const resolvers = [TrainerResolver, TrainerPageResolver, CreatureResolver, AuthResolver] as const;
+const resolvers = [TrainerResolver, TrainerPageResolver, CreatureResolver, AuthResolver, CreatureEventsResolver] as const;
 
 /**
  * Argument objects found valid, by class and JSON: the 100 `creatures(limit: 10)` fields of a
@@ -47,6 +48,13 @@ export function buildGraphQLSchema(): Promise<GraphQLSchema> {
     scalarsMap: [{ type: Date, scalar: DateTimeISO }],
     // Every resolver takes an @ArgsType class, so field paths in errors read `input.level`, `limit`.
     validateFn: validateArguments,
+    // type-graphql insists on one; the only subscription brings its own `subscribe` (the event bus).
+    pubSub: {
+      publish: () => undefined,
+      subscribe: () => {
+        throw new Error('Subscriptions subscribe through their own `subscribe` option');
+      },
+    },
   });
 }
 

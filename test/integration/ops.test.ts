@@ -107,7 +107,10 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
   });
 
   it('answers request-level GraphQL mistakes with BAD_USER_INPUT, not an internal error', async () => {
-    expect(errorCode(await gql(t.app, 'subscription { me { id } }'))).toBe('BAD_USER_INPUT');
+    // Subscriptions are taken over WebSocket only.
+    const subscription = await gql(t.app, 'subscription { creatureEvents(trainerId: "1") { kind } }');
+    expect(errorCode(subscription)).toBe('BAD_USER_INPUT');
+    expect(subscription.status).toBe(400);
     const res = await t.app.inject({
       method: 'POST',
       url: '/graphql',

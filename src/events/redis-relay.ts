@@ -1,0 +1,65 @@
+import type { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import type { CreatureEventMessage } from './creature-event';
+
+const CHANNEL_PREFIX = 'registry:creature-events:';
+
+/** What travels on a trainer's channel: the event, and the instance that published it. */
+interface Envelope {
+  readonly origin: string;
+  readonly event: CreatureEventMessage;
+}
+
+export interface RelayLog {
+  warn(details: object, message: string): void;
+}
+
+/**
+ * Shares creature events between instances through Redis pub/sub: one channel per trainer, which
+ * an instance follows while it has subscribers of that trainer. An instance delivers its own
+ * events to its own subscribers directly (so they keep arriving while Redis is away) and skips
+ * them when Redis echoes them back. Events published while Redis is unreachable reach only the
+ * publishing instance's subscribers; the subscriber connection reconnects and follows its
+ * channels again by itself.
+ */
+export class RedisEventRelay {
+  private readonly origin = randomUUID();
+
+  constructor(
+    private readonly publisher: Redis,
+    private readonly subscriber: Redis,
+    private readonly deliver: (event: CreatureEventMessage) => void,
+    private readonly log: RelayLog,
+  ) {
+    subscriber.on('message', (channel: string, text: string) => {
+      if (!channel.startsWith(CHANNEL_PREFIX)) return;
+      let envelope: Envelope;
+      try {
+        envelope = JSON.parse(text) as Envelope;
+      } catch {
+        return;
+      }
+      if (envelope.origin !== this.origin) this.deliver(envelope.event);
+    });
+  }
+
+  publish(event: CreatureEventMessage): void {
+    const envelope: Envelope = { origin: this.origin, event };
+    this.publisher
+      .publish(`${CHANNEL_PREFIX}${event.creature.trainerId}`, JSON.stringify(envelope))
+      .catch((error: unknown) =>
+        this.log.warn({ err: error, trainerId: event.creature.trainerId }, 'creature event not shared: Redis unavailable'),
+      );
+  }
+
+  follow(trainerId: number): Promise<void> {
+    return this.subscriber.subscribe(`${CHANNEL_PREFIX}${trainerId}`).then(
+      () => undefined,
+      (error: unknown) => this.log.warn({ err: error, trainerId }, 'cannot follow creature events through Redis yet'),
+    );
+  }
+
+  unfollow(trainerId: number): void {
+    this.subscriber.unsubscribe(`${CHANNEL_PREFIX}${trainerId}`).catch(() => undefined);
+  }
+}

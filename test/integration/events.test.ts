@@ -1,0 +1,454 @@
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+import type { FastifyInstance } from 'fastify';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import jwt from 'jsonwebtoken';
+import { databases, listen, startTestApp, startTestInstances, TEST_JWT_SECRET, type TestApp } from '../helpers/app';
+import { createCreature, createTrainer, signIn, type TrainerFixture } from '../helpers/factories';
+import { WS_LIMITS } from '../../src/graphql/subscriptions';
+import { TcpProxy } from '../helpers/tcp-proxy';
+import { gql } from '../helpers/graphql';
+
+/*
+ * Creature events over GraphQL over WebSocket (graphql-ws), driven by graphql-ws's own client
+ * against a listening server: what is delivered, in what order, and who is refused.
+ */
+
+const EVENTS =
+  'subscription($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { kind at creature { id name level trainer { id } } } }';
+
+interface Received {
+  kind: string;
+  at: string;
+  creature: { id: string; name: string; level: number; trainer: { id: string } };
+}
+
+interface Watch {
+  events: Received[];
+  errors: { message: string; extensions?: { code?: string } }[];
+  /** Resolves with the close code when the socket closes. */
+  closed: Promise<number>;
+  client: Client;
+  /** Resolves when the server has acknowledged the subscription's connection. */
+  connected: Promise<void>;
+}
+
+function watch(origin: string, token: string | undefined, trainerId: string, query = EVENTS): Watch {
+  let onClosed!: (code: number) => void;
+  let onConnected!: () => void;
+  const closed = new Promise<number>((resolve) => (onClosed = resolve));
+  const connected = new Promise<void>((resolve) => (onConnected = resolve));
+  const client = createClient({
+    url: `${origin.replace('http', 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    retryAttempts: 0,
+    lazy: false,
+    // Closes are what these tests look at; the client would print each one.
+    onNonLazyError: () => undefined,
+    on: {
+      closed: (event) => onClosed((event as { code: number }).code),
+      connected: () => onConnected(),
+    },
+  });
+  const result: Watch = { events: [], errors: [], closed, client, connected };
+  client.subscribe<{ creatureEvents: Received }>(
+    { query, variables: { trainerId } },
+    {
+      next: (value) => {
+        if (value.data) result.events.push(value.data.creatureEvents);
+        if (value.errors) result.errors.push(...(value.errors as Watch['errors']));
+      },
+      error: (error) => {
+        if (Array.isArray(error)) result.errors.push(...(error as Watch['errors']));
+      },
+      complete: () => undefined,
+    },
+  );
+  return result;
+}
+
+async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe.each(databases)('creature events on %s', (kind) => {
+  let t: TestApp;
+  let origin: string;
+  let me: TrainerFixture;
+  const open: Client[] = [];
+  beforeAll(async () => {
+    t = await startTestApp(kind, {}, { sessionCheckMs: 200 });
+    origin = await listen(t);
+    me = await createTrainer(t.app);
+  });
+  afterEach(async () => {
+    for (const client of open.splice(0)) await client.dispose();
+  });
+  afterAll(async () => t.close());
+
+  const started = async (w: Watch) => {
+    open.push(w.client);
+    await w.connected;
+    // The subscription is registered once the server has answered the subscribe message; a
+    // round trip on the same socket orders after it.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return w;
+  };
+
+  it('delivers creates, updates and deletes made over GraphQL and REST, in order, to a subscriber of another trainer', async () => {
+    const watcher = await createTrainer(t.app);
+    const w = await started(watch(origin, watcher.token, String(me.trainer.id)));
+    const created = await gql(
+      t.app,
+      'mutation($t: ID!) { createCreature(trainerId: $t, input: { name: "Eevee", speciesId: 133 }) { id } }',
+      { t: String(me.trainer.id) },
+      me.token,
+    );
+    const id = (created.data as { createCreature: { id: string } }).createCreature.id;
+    const patched = await t.app.inject({
+      method: 'PATCH',
+      url: `/trainer/${me.trainer.id}/creature/${id}`,
+      headers: { authorization: `Bearer ${me.token}` },
+      payload: { level: 30, name: 'Vaporeon' },
+    });
+    expect(patched.statusCode).toBe(200);
+    const rest = await t.app.inject({
+      method: 'POST',
+      url: `/trainer/${me.trainer.id}/creature`,
+      headers: { authorization: `Bearer ${me.token}` },
+      payload: { name: 'Jolteon', speciesId: 135 },
+    });
+    expect(rest.statusCode).toBe(201);
+    const deleted = await gql(t.app, 'mutation($id: ID!) { deleteCreature(id: $id) { id } }', { id }, me.token);
+    expect(deleted.errors).toBeUndefined();
+    await until(() => w.events.length >= 4, 'four events');
+    expect(w.events.map((e) => [e.kind, e.creature.name, e.creature.level])).toEqual([
+      ['CREATED', 'Eevee', 1],
+      ['UPDATED', 'Vaporeon', 30],
+      ['CREATED', 'Jolteon', 1],
+      ['DELETED', 'Vaporeon', 30],
+    ]);
+    expect(w.events.every((e) => e.creature.trainer.id === String(me.trainer.id))).toBe(true);
+    expect(new Date(w.events[0].at).getTime()).toBeGreaterThan(Date.now() - 60_000);
+    expect(w.errors).toEqual([]);
+  });
+
+  it('sends nothing of other trainers, and nothing of refused writes', async () => {
+    const other = await createTrainer(t.app);
+    const w = await started(watch(origin, me.token, String(other.trainer.id)));
+    await createCreature(t.app, me.trainer.id);
+    const mine = await t.app.inject({
+      method: 'POST',
+      url: `/trainer/${me.trainer.id}/creature`,
+      headers: { authorization: `Bearer ${me.token}` },
+      payload: { name: 'Only mine', speciesId: 1 },
+    });
+    expect(mine.statusCode).toBe(201);
+    const forbidden = await t.app.inject({
+      method: 'POST',
+      url: `/trainer/${other.trainer.id}/creature`,
+      headers: { authorization: `Bearer ${me.token}` },
+      payload: { name: 'Not yours', speciesId: 1 },
+    });
+    expect(forbidden.statusCode).toBe(403);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(w.events).toEqual([]);
+  });
+
+  it.each([
+    ['no token', undefined],
+    ['a malformed token', 'not-a-token'],
+  ])('closes a socket with %s with 4401', async (_what, token) => {
+    const w = watch(origin, token, String(me.trainer.id));
+    open.push(w.client);
+    expect(await w.closed).toBe(4401);
+  });
+
+  it('closes a socket with 4401 once its session is logged out', async () => {
+    const session = await signIn(t.app, me.trainer.id);
+    const w = await started(watch(origin, session.token, String(me.trainer.id)));
+    const out = await t.app.inject({ method: 'POST', url: '/trainer/logout', headers: { authorization: `Bearer ${session.token}` } });
+    expect(out.statusCode).toBe(204);
+    expect(await w.closed).toBe(4401);
+  });
+
+  it('closes a socket with 4401 once its token expires', async () => {
+    const session = await signIn(t.app, me.trainer.id);
+    const claims = { sub: String(me.trainer.id), sid: String(session.sessionId), iss: 'creature-registry', aud: 'creature-registry' };
+    const shortLived = jwt.sign({ ...claims, exp: Math.floor(Date.now() / 1000) + 2 }, TEST_JWT_SECRET);
+    const w = await started(watch(origin, shortLived, String(me.trainer.id)));
+    const opened = Date.now();
+    expect(await w.closed).toBe(4401);
+    expect(Date.now() - opened).toBeGreaterThan(500);
+  });
+
+  it('answers NOT_FOUND to a subscription to a trainer that does not exist, and BAD_USER_INPUT to a malformed id', async () => {
+    const missing = await started(watch(origin, me.token, '2147483647'));
+    await until(() => missing.errors.length > 0, 'an error');
+    expect(missing.errors[0].extensions?.code).toBe('NOT_FOUND');
+    const malformed = await started(watch(origin, me.token, 'abc'));
+    await until(() => malformed.errors.length > 0, 'an error');
+    expect(malformed.errors[0].extensions?.code).toBe('BAD_USER_INPUT');
+  });
+
+  it('takes only subscriptions over WebSocket, within the depth limit', async () => {
+    const query = await started(
+      watch(origin, me.token, String(me.trainer.id), 'query($trainerId: ID!) { trainer(id: $trainerId) { id } }'),
+    );
+    await until(() => query.errors.length > 0, 'an error');
+    expect(query.errors[0].extensions?.code).toBe('BAD_USER_INPUT');
+    const deep = await started(
+      watch(
+        origin,
+        me.token,
+        String(me.trainer.id),
+        'subscription($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { creature { trainer { creatures { trainer { creatures { trainer { creatures { trainer { id } } } } } } } } } }',
+      ),
+    );
+    await until(() => deep.errors.length > 0, 'an error');
+    expect(deep.errors[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+  });
+});
+
+/** Opens a raw WebSocket at /graphql; resolves with the HTTP status of a refused upgrade, or the open socket. */
+function rawSocket(origin: string, headers: Record<string, string> = {}): Promise<{ status: number; socket?: WebSocket }> {
+  return new Promise((resolve) => {
+    const socket = new WebSocket(`${origin.replace('http', 'ws')}/graphql`, 'graphql-transport-ws', { headers });
+    socket.once('open', () => resolve({ status: 101, socket }));
+    socket.once('unexpected-response', (_request, response) => resolve({ status: response.statusCode ?? 0 }));
+    socket.once('error', () => resolve({ status: 0 }));
+  });
+}
+
+describe('WebSocket limits', () => {
+  let t: TestApp;
+  let origin: string;
+  let me: TrainerFixture;
+  beforeAll(async () => {
+    t = await startTestApp('sqlite', { CORS_ORIGINS: 'https://app.example.com' });
+    origin = await listen(t);
+    me = await createTrainer(t.app);
+  });
+  afterAll(async () => t.close());
+
+  it(`refuses a subscription past ${WS_LIMITS.subscriptionsPerConnection} on one connection`, async () => {
+    const client = createClient({
+      url: `${origin.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${me.token}` },
+      retryAttempts: 0,
+      onNonLazyError: () => undefined,
+    });
+    const codes: (string | undefined)[] = [];
+    for (let i = 0; i <= WS_LIMITS.subscriptionsPerConnection; i += 1) {
+      client.subscribe(
+        { query: EVENTS, variables: { trainerId: String(me.trainer.id) } },
+        {
+          next: () => undefined,
+          error: (error) => codes.push(...(error as { extensions?: { code?: string } }[]).map((e) => e.extensions?.code)),
+          complete: () => undefined,
+        },
+      );
+    }
+    await until(() => codes.length > 0, 'the refusal');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(codes).toEqual(['BAD_USER_INPUT']);
+    await client.dispose();
+  });
+
+  it(`refuses a connection past ${WS_LIMITS.connectionsPerAddress} from one address with 429, and takes one again once another closes`, async () => {
+    const sockets: WebSocket[] = [];
+    for (let i = 0; i < WS_LIMITS.connectionsPerAddress; i += 1) {
+      const opened = await rawSocket(origin);
+      expect(opened.status).toBe(101);
+      sockets.push(opened.socket!);
+    }
+    expect((await rawSocket(origin)).status).toBe(429);
+    await new Promise((resolve) => {
+      sockets[0].once('close', resolve);
+      sockets[0].close();
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const again = await rawSocket(origin);
+    expect(again.status).toBe(101);
+    for (const socket of [...sockets.slice(1), again.socket!]) socket.terminate();
+  });
+
+  it('refuses an Origin outside CORS_ORIGINS, and takes the listed one and none', async () => {
+    expect((await rawSocket(origin, { origin: 'https://evil.example' })).status).toBe(403);
+    for (const headers of [{ origin: 'https://app.example.com' }, {}] as Record<string, string>[]) {
+      const opened = await rawSocket(origin, headers);
+      expect(opened.status).toBe(101);
+      opened.socket!.terminate();
+    }
+  });
+
+  it('closes a connection that sends a message over 64 KiB (1009)', async () => {
+    const { socket } = await rawSocket(origin);
+    const code = new Promise<number>((resolve) => socket!.once('close', (c) => resolve(c)));
+    socket!.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${'x'.repeat(70 * 1024)}` } }));
+    expect(await code).toBe(1009);
+  });
+
+  it('answers another path than /graphql with 404', async () => {
+    const other = await new Promise<number>((resolve) => {
+      const socket = new WebSocket(`${origin.replace('http', 'ws')}/trainer`, 'graphql-transport-ws');
+      socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+      socket.once('error', () => resolve(0));
+    });
+    expect(other).toBe(404);
+  });
+
+  it('closes open sockets with 1001 when the app closes (SIGTERM)', async () => {
+    const closing = await startTestApp('sqlite');
+    const closingOrigin = await listen(closing);
+    const who = await createTrainer(closing.app);
+    const w = watch(closingOrigin, who.token, String(who.trainer.id));
+    await w.connected;
+    await closing.close();
+    expect(await w.closed).toBe(1001);
+  });
+});
+
+describe('creature events across two instances sharing MySQL and Redis', () => {
+  const redisUrl = process.env.REDIS_TEST_URL ?? 'redis://127.0.0.1:6379';
+  let reachable = false;
+  let instances: { apps: FastifyInstance[]; close(): Promise<void> } | undefined;
+  let originB = '';
+
+  beforeAll(async () => {
+    const probe = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000, retryStrategy: () => null });
+    reachable = await probe.connect().then(
+      () => probe.ping().then(() => true),
+      () => false,
+    );
+    probe.disconnect();
+    if (!reachable && process.env.CI === 'true') throw new Error(`Redis is required when CI=true but ${redisUrl} is unreachable`);
+    if (!reachable) {
+      process.stderr.write(`\n*** Redis unreachable at ${redisUrl}: the two-instance events test is SKIPPED ***\n`);
+      return;
+    }
+    instances = await startTestInstances(databases.includes('mysql') ? 'mysql' : 'sqlite', 2, { REDIS_URL: redisUrl });
+    await instances.apps[1].listen({ port: 0, host: '127.0.0.1' });
+    originB = `http://127.0.0.1:${(instances.apps[1].server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => instances?.close());
+
+  it('delivers writes made through instance A, over GraphQL and REST, to a subscriber on instance B, in order', async () => {
+    if (!reachable) return;
+    const [a] = instances!.apps as [FastifyInstance, FastifyInstance];
+    const owner = await createTrainer(a);
+    const w = watch(originB, owner.token, String(owner.trainer.id));
+    await w.connected;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const created = await a.inject({
+      method: 'POST',
+      url: `/trainer/${owner.trainer.id}/creature`,
+      headers: { authorization: `Bearer ${owner.token}` },
+      payload: { name: 'Pichu', speciesId: 172 },
+    });
+    const id = created.json<{ id: number }>().id;
+    const renamed = await gql(
+      a,
+      'mutation($id: ID!) { updateCreature(id: $id, input: { name: "Pikachu", level: 20 }) { id } }',
+      { id: String(id) },
+      owner.token,
+    );
+    expect(renamed.errors).toBeUndefined();
+    const gone = await a.inject({
+      method: 'DELETE',
+      url: `/trainer/${owner.trainer.id}/creature/${id}`,
+      headers: { authorization: `Bearer ${owner.token}` },
+    });
+    expect(gone.statusCode).toBe(204);
+    await until(() => w.events.length >= 3, 'three events');
+    expect(w.events.map((e) => [e.kind, e.creature.name])).toEqual([
+      ['CREATED', 'Pichu'],
+      ['UPDATED', 'Pikachu'],
+      ['DELETED', 'Pikachu'],
+    ]);
+    await w.client.dispose();
+  });
+});
+
+describe('creature events while Redis goes away and comes back (Redis through a TCP proxy)', () => {
+  const redisUrl = new URL(process.env.REDIS_TEST_URL ?? 'redis://127.0.0.1:6379');
+  let reachable = false;
+  let proxy: TcpProxy;
+  let instances: { apps: FastifyInstance[]; close(): Promise<void> } | undefined;
+  const origins: string[] = [];
+
+  beforeAll(async () => {
+    const probe = new Redis(redisUrl.toString(), {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 2000,
+      retryStrategy: () => null,
+    });
+    reachable = await probe.connect().then(
+      () => probe.ping().then(() => true),
+      () => false,
+    );
+    probe.disconnect();
+    if (!reachable && process.env.CI === 'true') throw new Error(`Redis is required when CI=true but ${redisUrl} is unreachable`);
+    if (!reachable) return;
+    proxy = new TcpProxy(redisUrl.hostname, Number(redisUrl.port || 6379));
+    const proxied = new URL(redisUrl.toString());
+    proxied.port = String(await proxy.start());
+    instances = await startTestInstances('sqlite', 2, { REDIS_URL: proxied.toString(), LOG_LEVEL: 'silent' });
+    for (const app of instances.apps) {
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      origins.push(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
+    }
+  });
+  afterAll(async () => {
+    await instances?.close();
+    await proxy?.cut();
+  });
+
+  it('keeps serving and delivering its own events during the outage, and shares events again once Redis is back', async () => {
+    if (!reachable) return;
+    const [a] = instances!.apps as [FastifyInstance, FastifyInstance];
+    const owner = await createTrainer(a);
+    const onA = watch(origins[0], owner.token, String(owner.trainer.id));
+    const onB = watch(origins[1], owner.token, String(owner.trainer.id));
+    await Promise.all([onA.connected, onB.connected]);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    let n = 0;
+    const create = async () => {
+      n += 1;
+      const res = await a.inject({
+        method: 'POST',
+        url: `/trainer/${owner.trainer.id}/creature`,
+        headers: { authorization: `Bearer ${owner.token}` },
+        payload: { name: `Outage ${n}`, speciesId: 1 },
+      });
+      expect(res.statusCode).toBe(201);
+    };
+    await create();
+    await until(() => onA.events.length === 1 && onB.events.length === 1, 'the first event on both instances');
+
+    await proxy.cut();
+    await create();
+    await until(() => onA.events.length === 2, 'the outage event on instance A');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(onB.events).toHaveLength(1);
+
+    await proxy.restore();
+    // Reconnecting takes the client a moment: write until instance B hears again.
+    const deadline = Date.now() + 15_000;
+    while (onB.events.length === 1) {
+      if (Date.now() > deadline) throw new Error('instance B heard nothing after Redis came back');
+      await create();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    expect(onB.events.at(-1)!.creature.name).toMatch(/^Outage \d+$/);
+    await Promise.all([onA.client.dispose(), onB.client.dispose()]);
+  });
+});
