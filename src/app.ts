@@ -73,9 +73,8 @@ function connectRedis(url: string, app: FastifyInstance): Redis {
 function relayEvents(redis: Redis, services: Services, app: FastifyInstance): RedisEventRelay {
   const subscriber = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
   subscriber.on('error', (error) => app.log.warn({ err: error }, 'redis unavailable; creature events reach this instance only'));
-  app.addHook('onClose', async () => {
-    await subscriber.quit().catch(() => subscriber.disconnect());
-  });
+  // disconnect, not quit: quit would wait behind commands queued while Redis is away.
+  app.addHook('onClose', async () => subscriber.disconnect());
   return new RedisEventRelay(redis, subscriber, (event) => services.events.deliver(event), app.log);
 }
 

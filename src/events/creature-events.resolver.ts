@@ -1,4 +1,4 @@
-import { Args, ArgsType, Field, ID, Resolver, Root, Subscription, type SubscribeResolverData } from 'type-graphql';
+import { Args, ArgsType, Ctx, Field, ID, Resolver, Root, Subscription, type SubscribeResolverData } from 'type-graphql';
 import { IsEntityId, parseId } from '../common/validation';
 import { AppError } from '../errors';
 import type { GraphQLContext } from '../graphql/context';
@@ -25,7 +25,9 @@ async function subscribeToCreatureEvents({ args, context }: SubscribeResolverDat
     ]);
   }
   if (!(await context.services.trainers.exists(trainerId))) throw new AppError('NOT_FOUND', `No trainer with id ${trainerId}`);
-  return context.services.events.subscribe(trainerId, () => context.connection?.drop('Too slow: events piled up unread'));
+  const queue = await context.services.events.subscribe(trainerId, () => context.connection?.drop('Too slow: events piled up unread'));
+  context.connection?.track(queue);
+  return queue;
 }
 
 @Resolver()
@@ -34,7 +36,9 @@ export class CreatureEventsResolver {
     description: "Changes to one trainer's creatures as they happen, made through any instance.",
     subscribe: subscribeToCreatureEvents,
   })
-  creatureEvents(@Root() message: CreatureEventMessage, @Args() _args: CreatureEventsArgs): CreatureEvent {
+  creatureEvents(@Root() message: CreatureEventMessage, @Args() _args: CreatureEventsArgs, @Ctx() context: GraphQLContext): CreatureEvent {
+    // The subscription's context serves every event (one at a time): nothing read for an earlier one is reused.
+    context.loaders.forget();
     return fromMessage(message);
   }
 }

@@ -3,6 +3,8 @@ import type { RedisEventRelay } from './redis-relay';
 
 /** Events waiting for one subscriber before it counts as too slow and is dropped. */
 const MAX_QUEUED_EVENTS = 256;
+/** How long a new subscription waits for Redis to confirm it follows the trainer's channel. */
+const FOLLOW_WAIT_MS = 1000;
 
 /**
  * One subscriber's events as an async iterator (what a GraphQL subscription consumes). Bounded:
@@ -113,7 +115,9 @@ export class CreatureEventBus {
     if (this.relay) {
       let followed = this.following.get(trainerId);
       if (!followed) this.following.set(trainerId, (followed = this.relay.follow(trainerId)));
-      await followed;
+      // Redis away: the subscription starts anyway, with this instance's events, and the follow
+      // completes once Redis is back.
+      await Promise.race([followed, new Promise((resolve) => setTimeout(resolve, FOLLOW_WAIT_MS).unref())]);
     }
     return queue;
   }

@@ -33,13 +33,21 @@ export class RedisEventRelay {
   ) {
     subscriber.on('message', (channel: string, text: string) => {
       if (!channel.startsWith(CHANNEL_PREFIX)) return;
-      let envelope: Envelope;
+      // Whatever arrives on the channel is checked before it reaches a subscriber.
+      let envelope: Partial<Envelope>;
       try {
-        envelope = JSON.parse(text) as Envelope;
+        envelope = JSON.parse(text) as Partial<Envelope>;
       } catch {
         return;
       }
-      if (envelope.origin !== this.origin) this.deliver(envelope.event);
+      const event = envelope?.event;
+      if (envelope?.origin === this.origin || typeof event !== 'object' || event === null) return;
+      if (typeof event.creature !== 'object' || event.creature === null || typeof event.creature.trainerId !== 'number') return;
+      try {
+        this.deliver(event);
+      } catch (error) {
+        this.log.warn({ err: error }, 'creature event from Redis not delivered');
+      }
     });
   }
 

@@ -17,8 +17,11 @@ export interface GraphQLContext {
   readonly clientIp: string;
   /** The HTTP request, for what is logged and measured about it (operation name, trainer id); none over WebSocket. */
   readonly request?: FastifyRequest;
-  /** Over WebSocket: the connection, which a subscriber too slow to read its events is dropped from. */
-  readonly connection?: { drop(reason: string): void };
+  /**
+   * Over WebSocket: the connection, which a subscriber too slow to read its events is dropped
+   * from, and which ends every event queue its subscriptions opened when it closes.
+   */
+  readonly connection?: { drop(reason: string): void; track(queue: AsyncIterator<unknown>): void };
   /** The request's logger (it carries the request id). */
   readonly log: FastifyBaseLogger;
 }

@@ -206,7 +206,7 @@ const MAX_REPEATS = 3;
  * selection set has no use (GraphQL merges them into one), so such documents are refused after
  * a linear walk. Unparsable documents are left to Apollo, which reports the syntax error.
  */
-function repeatedSelections(query: string): string | null {
+export function repeatedSelections(query: string): string | null {
   let document: DocumentNode;
   try {
     document = parse(query, { maxTokens: LIMITS.tokens, noLocation: true });

@@ -32,6 +32,13 @@ export class Loaders {
     this.creatureCounts = new DataLoader((ids) => services.trainers.creatureCounts(ids));
   }
 
+  /** Forgets everything read so far (a subscription's context serves many events over time). */
+  forget(): void {
+    this.trainers.clearAll();
+    this.creatureCounts.clearAll();
+    this.creaturePages.clear();
+  }
+
   trainer(id: number): Promise<Trainer | null> {
     return this.trainers.load(id);
   }

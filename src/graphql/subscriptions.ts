@@ -6,6 +6,7 @@ import {
   parse,
   specifiedRules,
   validate,
+  type DocumentNode,
   type ExecutionArgs,
   type GraphQLSchema,
 } from 'graphql';
@@ -20,7 +21,7 @@ import { clientAddressOf } from '../http/client-address';
 import type { Services } from '../services';
 import type { GraphQLContext } from './context';
 import { createFormatError } from './format-error';
-import { costChecker, LIMITS, limitRules } from './limits';
+import { costChecker, LIMITS, limitRules, repeatedSelections } from './limits';
 import { Loaders } from './loaders';
 
 /** The contract's WebSocket limits. */
@@ -34,7 +35,15 @@ export const WS_LIMITS = {
   pingMs: 15_000,
   /** How often open connections are checked for expired tokens and ended sessions. */
   sessionCheckMs: 10_000,
+  /** Open sockets in all, and how long one may wait before sending connection_init. */
+  connections: 10_000,
+  initWaitMs: 3_000,
+  /** On shutdown, how long sockets get to finish their closing handshake before they are cut. */
+  closeGraceMs: 2_000,
 } as const;
+
+/** Validated documents remembered by query text (a reconnecting client sends the same ones again). */
+const MAX_REMEMBERED_DOCUMENTS = 200;
 
 /** graphql-ws close codes beyond the standard ones. */
 const UNAUTHORIZED = 4401;
@@ -45,6 +54,9 @@ const TRY_AGAIN_LATER = 1013;
 interface Connection {
   readonly socket: WebSocket;
   readonly ip: string;
+  /** Every event queue its subscriptions opened: all are ended when the socket closes. */
+  readonly queues: Set<AsyncIterator<unknown>>;
+  closed: boolean;
   auth?: RequestAuth;
   trainerId?: number;
   sessionId?: number;
@@ -98,53 +110,97 @@ export function registerSubscriptions(
     }
   };
 
+  /** An error as the client sees it (catalogue code, masked internals); the unexpected ones are logged. */
+  const formatLogged = (error: GraphQLError) => {
+    const appError = toAppError(error.originalError ?? error);
+    if (appError.code === 'INTERNAL_SERVER_ERROR' && error.originalError)
+      app.log.error({ err: error.originalError }, 'subscription failed');
+    return formatError(error.toJSON(), error);
+  };
+
+  // Parsed and validated documents by query text, as Apollo keeps them over HTTP.
+  const documents = new Map<string, { document: DocumentNode } | { errors: readonly GraphQLError[] }>();
+  const checkDocument = (query: string): { document: DocumentNode } | { errors: readonly GraphQLError[] } => {
+    const known = documents.get(query);
+    if (known) return known;
+    let checked: { document: DocumentNode } | { errors: readonly GraphQLError[] };
+    const repeated = query.length <= LIMITS.queryLength ? repeatedSelections(query) : null;
+    if (query.length > LIMITS.queryLength) {
+      checked = {
+        errors: [
+          new GraphQLError(`The query is longer than ${LIMITS.queryLength} characters`, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } }),
+        ],
+      };
+    } else if (repeated) {
+      checked = { errors: [new GraphQLError(repeated, { extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } })] };
+    } else {
+      try {
+        const document = parse(query, { maxTokens: LIMITS.tokens });
+        const invalid = validate(schema, document, rules, { maxErrors: LIMITS.validationErrors });
+        checked =
+          invalid.length > 0
+            ? {
+                errors: invalid.map(
+                  (error) => new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }),
+                ),
+              }
+            : { document };
+      } catch (error) {
+        // The codes Apollo gives these over HTTP.
+        const message = error instanceof GraphQLError ? error.message : 'The query could not be parsed';
+        checked = { errors: [new GraphQLError(message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })] };
+      }
+    }
+    if (documents.size >= MAX_REMEMBERED_DOCUMENTS) documents.delete(documents.keys().next().value!);
+    documents.set(query, checked);
+    return checked;
+  };
+
   const server = makeServer<Record<string, unknown> | undefined, { connection: Connection }>({
     schema,
-    connectionInitWaitTimeout: 10_000,
+    connectionInitWaitTimeout: WS_LIMITS.initWaitMs,
     onConnect: async (ctx: WsContext) => {
       const { connection } = ctx.extra;
       const authorization = ctx.connectionParams?.authorization;
       const auth = services.auth.forRequest(typeof authorization === 'string' ? authorization : undefined);
+      let claims;
       let viewer;
       try {
+        claims = auth.tokenClaims();
         viewer = await auth.viewer();
       } catch (error) {
+        const code = toAppError(error).code;
+        if (code === 'UNAUTHENTICATED') close(connection, UNAUTHORIZED, 'Unauthorized');
         // The database is away: try again later, not "unauthorized".
-        close(connection, toAppError(error).code === 'SERVICE_UNAVAILABLE' ? TRY_AGAIN_LATER : INTERNAL_ERROR, 'Service unavailable');
+        else if (code === 'SERVICE_UNAVAILABLE') close(connection, TRY_AGAIN_LATER, 'Service unavailable');
+        else {
+          app.log.error({ err: error }, 'WebSocket connection refused by an unexpected error');
+          close(connection, INTERNAL_ERROR, 'Internal server error');
+        }
         return false;
       }
       if (!viewer) {
         close(connection, UNAUTHORIZED, 'Unauthorized');
         return false;
       }
-      const claims = auth.tokenClaims();
       Object.assign(connection, { auth, trainerId: claims.trainerId, sessionId: claims.sessionId, expiresAtMs: claims.expiresAtMs });
       return true;
     },
     onSubscribe: (ctx: WsContext, _id, payload) => {
-      // The subscription asked for is already reserved in ctx.subscriptions.
-      if (Object.keys(ctx.subscriptions).length > WS_LIMITS.subscriptionsPerConnection) {
+      // The subscription asked for is already reserved in ctx.subscriptions; queues count too,
+      // since a client reusing an id while its first subscribe is pending leaves one untracked there.
+      const { connection } = ctx.extra;
+      const open = Math.max(Object.keys(ctx.subscriptions).length - 1, connection.queues.size);
+      if (open >= WS_LIMITS.subscriptionsPerConnection) {
         return [
           new GraphQLError(`At most ${WS_LIMITS.subscriptionsPerConnection} subscriptions per connection`, {
             extensions: { code: 'BAD_USER_INPUT' },
           }),
         ];
       }
-      let document;
-      try {
-        if (payload.query.length > LIMITS.queryLength) throw new GraphQLError(`The query is longer than ${LIMITS.queryLength} characters`);
-        document = parse(payload.query, { maxTokens: LIMITS.tokens });
-      } catch (error) {
-        // The codes Apollo gives these over HTTP.
-        const message = error instanceof GraphQLError ? error.message : 'The query could not be parsed';
-        return [new GraphQLError(message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
-      }
-      const validationErrors = validate(schema, document, rules, { maxErrors: LIMITS.validationErrors });
-      if (validationErrors.length > 0) {
-        return validationErrors.map(
-          (error) => new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }),
-        );
-      }
+      const checked = checkDocument(payload.query);
+      if ('errors' in checked) return checked.errors;
+      const { document } = checked;
       const operation = getOperationAST(document, payload.operationName);
       if (operation?.operation !== OperationTypeNode.SUBSCRIPTION) {
         return [
@@ -156,7 +212,6 @@ export function registerSubscriptions(
       const variables = payload.variables ?? {};
       const tooCostly = checkCost(document, operation, payload.operationName ?? undefined, variables);
       if (tooCostly) return [tooCostly];
-      const { connection } = ctx.extra;
       const auth = connection.auth!;
       const contextValue: GraphQLContext = {
         services,
@@ -170,19 +225,22 @@ export function registerSubscriptions(
             app.log.info({ reason, trainerId: connection.trainerId }, 'WebSocket subscriber dropped');
             connection.socket.terminate();
           },
+          track: (queue) => {
+            if (connection.closed) void queue.return?.();
+            else connection.queues.add(queue);
+          },
         },
       };
       const args: ExecutionArgs = { schema, document, operationName: payload.operationName, variableValues: variables, contextValue };
       return args;
     },
-    onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatError(error.toJSON(), error)),
-    onNext: (_ctx, _id, _payload, _args, result) =>
-      result.errors ? { ...result, errors: result.errors.map((error) => formatError(error.toJSON(), error)) } : undefined,
+    onError: (_ctx, _id, _payload, errors) => errors.map(formatLogged),
+    onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(formatLogged) } : undefined),
   });
 
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     const ip = clientAddress(request);
-    const connection: Connection = { socket, ip };
+    const connection: Connection = { socket, ip, queues: new Set(), closed: false };
     connections.add(connection);
     perAddress.set(ip, (perAddress.get(ip) ?? 0) + 1);
     socket.on('error', () => socket.terminate());
@@ -228,6 +286,9 @@ export function registerSubscriptions(
     );
     socket.once('close', (code, reason) => {
       clearInterval(ping);
+      connection.closed = true;
+      for (const queue of connection.queues) void queue.return?.();
+      connection.queues.clear();
       connections.delete(connection);
       const left = (perAddress.get(ip) ?? 1) - 1;
       if (left > 0) perAddress.set(ip, left);
@@ -237,9 +298,13 @@ export function registerSubscriptions(
   });
 
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Node takes its own error listener off an upgraded socket: a reset must not become an uncaught exception.
+    socket.on('error', () => socket.destroy());
     const path = (request.url ?? '').split('?')[0];
+    if (request.headers.upgrade?.toLowerCase() !== 'websocket') return refuse(socket, 400, 'Only WebSocket upgrades are taken');
     if (path !== '/graphql') return refuse(socket, 404, 'Not Found');
     if (closing) return refuse(socket, 503, 'Service Unavailable');
+    if (connections.size >= WS_LIMITS.connections) return refuse(socket, 503, 'Service Unavailable');
     const origin = request.headers.origin;
     if (origin !== undefined && config.corsOrigins.length > 0 && !config.corsOrigins.includes(origin)) {
       return refuse(socket, 403, 'Forbidden');
@@ -251,19 +316,23 @@ export function registerSubscriptions(
   app.server.on('upgrade', onUpgrade);
 
   // Expired tokens and ended sessions: every open connection at once, through the merged caller read.
+  let checking = false;
   const checkSessions = setInterval(() => {
+    // While the database is slow, checks do not pile up.
+    if (checking) return;
     const now = Date.now();
     for (const connection of connections) {
       if (connection.expiresAtMs !== undefined && connection.expiresAtMs <= now) close(connection, UNAUTHORIZED, 'Token expired');
     }
     const checked = [...connections].filter((c) => c.trainerId !== undefined && c.sessionId !== undefined);
+    checking = true;
     void Promise.all(
       checked.map(async (connection) => {
         const caller = await services.trainers.findCaller(connection.trainerId!, connection.sessionId!).catch(() => undefined);
         // undefined: the database did not answer; the connection stays until it can tell.
         if (caller === null) close(connection, UNAUTHORIZED, 'Session ended');
       }),
-    );
+    ).finally(() => (checking = false));
   }, sessionCheckMs);
   checkSessions.unref();
 
@@ -272,6 +341,10 @@ export function registerSubscriptions(
     clearInterval(checkSessions);
     app.server.off('upgrade', onUpgrade);
     for (const connection of connections) close(connection, GOING_AWAY, 'Going away');
+    // A client that never answers the closing handshake is cut after a grace period (ws waits 30 s).
+    const deadline = Date.now() + WS_LIMITS.closeGraceMs;
+    while (connections.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const connection of connections) connection.socket.terminate();
     await new Promise<void>((resolve) => wss.close(() => resolve()));
   });
 }

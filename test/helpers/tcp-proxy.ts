@@ -41,7 +41,12 @@ export class TcpProxy {
   async cut(): Promise<void> {
     const server = this.server;
     this.server = undefined;
-    for (const socket of this.sockets) socket.resetAndDestroy();
+    // A socket already half-closed by its peer cannot be reset: Node then keeps its handle open
+    // (and the test process alive); it is simply destroyed.
+    for (const socket of this.sockets) {
+      if (socket.writable && socket.readable) socket.resetAndDestroy();
+      else socket.destroy();
+    }
     this.sockets.clear();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }

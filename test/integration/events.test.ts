@@ -1,7 +1,7 @@
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import jwt from 'jsonwebtoken';
 import { databases, listen, startTestApp, startTestInstances, TEST_JWT_SECRET, type TestApp } from '../helpers/app';
@@ -137,6 +137,29 @@ describe.each(databases)('creature events on %s', (kind) => {
     expect(w.events.every((e) => e.creature.trainer.id === String(me.trainer.id))).toBe(true);
     expect(new Date(w.events[0].at).getTime()).toBeGreaterThan(Date.now() - 60_000);
     expect(w.errors).toEqual([]);
+  });
+
+  it('answers each event afresh: the trainer’s count in the second event includes the second creature', async () => {
+    const owner = await createTrainer(t.app);
+    const w = await started(
+      watch(
+        origin,
+        owner.token,
+        String(owner.trainer.id),
+        'subscription($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { kind at creature { id name level trainer { id creaturesOwned } } } }',
+      ),
+    );
+    for (const name of ['One', 'Two']) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: `/trainer/${owner.trainer.id}/creature`,
+        headers: { authorization: `Bearer ${owner.token}` },
+        payload: { name, speciesId: 1 },
+      });
+      expect(res.statusCode).toBe(201);
+      await until(() => w.events.length === (name === 'One' ? 1 : 2), `the event of ${name}`);
+    }
+    expect(w.events.map((e) => (e.creature.trainer as { creaturesOwned?: number }).creaturesOwned)).toEqual([1, 2]);
   });
 
   it('sends nothing of other trainers, and nothing of refused writes', async () => {
@@ -296,6 +319,56 @@ describe('WebSocket limits', () => {
     expect(await code).toBe(1009);
   });
 
+  it('survives a client that resets its connection right after an upgrade request it is refused', async () => {
+    for (const path of ['/nowhere', '/graphql']) {
+      await new Promise<void>((resolve) => {
+        const socket = connect(Number(new URL(origin).port), '127.0.0.1', () => {
+          socket.write(
+            `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: https://evil.example\r\n\r\n`,
+          );
+          socket.resetAndDestroy();
+          resolve();
+        });
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect((await fetch(`${origin}/healthz`)).status).toBe(200);
+  });
+
+  it('answers an upgrade to anything but WebSocket with 400', async () => {
+    const res = await new Promise<string>((resolve) => {
+      const socket = connect(Number(new URL(origin).port), '127.0.0.1', () => {
+        socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n');
+      });
+      let data = '';
+      socket.on('data', (chunk) => (data += chunk.toString()));
+      socket.on('close', () => resolve(data));
+    });
+    expect(res).toMatch(/^HTTP\/1\.1 400 /);
+  });
+
+  it('ends every subscription of a socket when it closes, also one whose id was reused while it started', async () => {
+    const before = t.app.services.events.size;
+    const { socket } = await rawSocket(origin);
+    const acked = new Promise<void>((resolve) =>
+      socket!.on('message', (data: Buffer) => {
+        if (data.toString('utf8').includes('connection_ack')) resolve();
+      }),
+    );
+    socket!.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${me.token}` } }));
+    await acked;
+    const subscribe = { id: '1', type: 'subscribe', payload: { query: EVENTS, variables: { trainerId: String(me.trainer.id) } } };
+    for (let i = 0; i < 5; i += 1) {
+      socket!.send(JSON.stringify(subscribe));
+      socket!.send(JSON.stringify({ id: '1', type: 'complete' }));
+    }
+    socket!.send(JSON.stringify(subscribe));
+    await until(() => t.app.services.events.size > before, 'the subscription');
+    socket!.close();
+    await until(() => t.app.services.events.size === before, 'every subscription ended');
+  });
+
   it('answers another path than /graphql with 404', async () => {
     const other = await new Promise<number>((resolve) => {
       const socket = new WebSocket(`${origin.replace('http', 'ws')}/trainer`, 'graphql-transport-ws');
@@ -439,6 +512,12 @@ describe('creature events while Redis goes away and comes back (Redis through a 
     await until(() => onA.events.length === 2, 'the outage event on instance A');
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(onB.events).toHaveLength(1);
+    // A subscription started during the outage gets this instance's events too.
+    const late = watch(origins[0], owner.token, String(owner.trainer.id));
+    await late.connected;
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    await create();
+    await until(() => late.events.length === 1, 'the event on the subscription made during the outage');
 
     await proxy.restore();
     // Reconnecting takes the client a moment: write until instance B hears again.
@@ -449,6 +528,6 @@ describe('creature events while Redis goes away and comes back (Redis through a 
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
     expect(onB.events.at(-1)!.creature.name).toMatch(/^Outage \d+$/);
-    await Promise.all([onA.client.dispose(), onB.client.dispose()]);
+    await Promise.all([onA.client.dispose(), onB.client.dispose(), late.client.dispose()]);
   });
 });
