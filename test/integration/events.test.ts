@@ -2,7 +2,7 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
 import { connect, type AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
+import { redisReachable, REDIS_TEST_URL } from '../helpers/redis';
 import jwt from 'jsonwebtoken';
 import { databases, listen, startTestApp, startTestInstances, TEST_JWT_SECRET, type TestApp } from '../helpers/app';
 import { createCreature, createTrainer, signIn, type TrainerFixture } from '../helpers/factories';
@@ -390,24 +390,14 @@ describe('WebSocket limits', () => {
 });
 
 describe('creature events across two instances sharing MySQL and Redis', () => {
-  const redisUrl = process.env.REDIS_TEST_URL ?? 'redis://127.0.0.1:6379';
   let reachable = false;
   let instances: { apps: FastifyInstance[]; close(): Promise<void> } | undefined;
   let originB = '';
 
   beforeAll(async () => {
-    const probe = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000, retryStrategy: () => null });
-    reachable = await probe.connect().then(
-      () => probe.ping().then(() => true),
-      () => false,
-    );
-    probe.disconnect();
-    if (!reachable && process.env.CI === 'true') throw new Error(`Redis is required when CI=true but ${redisUrl} is unreachable`);
-    if (!reachable) {
-      process.stderr.write(`\n*** Redis unreachable at ${redisUrl}: the two-instance events test is SKIPPED ***\n`);
-      return;
-    }
-    instances = await startTestInstances(databases.includes('mysql') ? 'mysql' : 'sqlite', 2, { REDIS_URL: redisUrl });
+    reachable = await redisReachable('the two-instance events test is');
+    if (!reachable) return;
+    instances = await startTestInstances(databases.includes('mysql') ? 'mysql' : 'sqlite', 2, { REDIS_URL: REDIS_TEST_URL });
     await instances.apps[1].listen({ port: 0, host: '127.0.0.1' });
     originB = `http://127.0.0.1:${(instances.apps[1].server.address() as AddressInfo).port}`;
   });
@@ -451,25 +441,14 @@ describe('creature events across two instances sharing MySQL and Redis', () => {
 });
 
 describe('creature events while Redis goes away and comes back (Redis through a TCP proxy)', () => {
-  const redisUrl = new URL(process.env.REDIS_TEST_URL ?? 'redis://127.0.0.1:6379');
+  const redisUrl = new URL(REDIS_TEST_URL);
   let reachable = false;
   let proxy: TcpProxy;
   let instances: { apps: FastifyInstance[]; close(): Promise<void> } | undefined;
   const origins: string[] = [];
 
   beforeAll(async () => {
-    const probe = new Redis(redisUrl.toString(), {
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      connectTimeout: 2000,
-      retryStrategy: () => null,
-    });
-    reachable = await probe.connect().then(
-      () => probe.ping().then(() => true),
-      () => false,
-    );
-    probe.disconnect();
-    if (!reachable && process.env.CI === 'true') throw new Error(`Redis is required when CI=true but ${redisUrl} is unreachable`);
+    reachable = await redisReachable('the Redis outage events test is');
     if (!reachable) return;
     proxy = new TcpProxy(redisUrl.hostname, Number(redisUrl.port || 6379));
     const proxied = new URL(redisUrl.toString());

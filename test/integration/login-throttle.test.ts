@@ -1,6 +1,6 @@
 import type { GraphQLBody, Problem } from '../helpers/graphql';
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
+import { redisReachable, REDIS_TEST_URL } from '../helpers/redis';
 import { randomInt } from 'node:crypto';
 import { databases, startTestApp, startTestInstances, type TestApp } from '../helpers/app';
 import { createTrainer, TEST_PASSWORD, type TrainerFixture } from '../helpers/factories';
@@ -149,24 +149,14 @@ describe.each(databases)('login throttling on %s', (kind) => {
 });
 
 describe('two instances on one MySQL and one Redis', () => {
-  const redisUrl = process.env.REDIS_TEST_URL ?? 'redis://127.0.0.1:6379';
   let reachable = false;
   let instances: { apps: FastifyInstance[]; close(): Promise<void> } | undefined;
 
   beforeAll(async () => {
-    const probe = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000, retryStrategy: () => null });
-    reachable = await probe.connect().then(
-      () => probe.ping().then(() => true),
-      () => false,
-    );
-    probe.disconnect();
-    if (!reachable && process.env.CI === 'true') throw new Error(`Redis is required when CI=true but ${redisUrl} is unreachable`);
-    if (!reachable) {
-      process.stderr.write(`\n*** Redis unreachable at ${redisUrl}: the two-instance test is SKIPPED ***\n`);
-      return;
-    }
+    reachable = await redisReachable('the two-instance test is');
+    if (!reachable) return;
     const kind = databases.includes('mysql') ? 'mysql' : 'sqlite';
-    instances = await startTestInstances(kind, 2, { REDIS_URL: redisUrl });
+    instances = await startTestInstances(kind, 2, { REDIS_URL: REDIS_TEST_URL });
   });
   afterAll(async () => instances?.close());
 
