@@ -49,6 +49,11 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
     return Promise.resolve({ value: undefined, done: true });
   }
 
+  /** Ended: returned, overflowed or its subscriber gone. */
+  get finished(): boolean {
+    return this.ended;
+  }
+
   [Symbol.asyncIterator](): AsyncIterableIterator<T> {
     return this;
   }

@@ -3,6 +3,12 @@ import type { RequestAuth } from '../auth/request-auth';
 import type { Services } from '../services';
 import type { Loaders } from './loaders';
 
+/** An event queue as a WebSocket connection keeps track of it. */
+export interface TrackedQueue {
+  readonly finished: boolean;
+  return(): Promise<unknown>;
+}
+
 export interface GraphQLContext {
   readonly services: Services;
   readonly loaders: Loaders;
@@ -21,7 +27,7 @@ export interface GraphQLContext {
    * Over WebSocket: the connection, which a subscriber too slow to read its events is dropped
    * from, and which ends every event queue its subscriptions opened when it closes.
    */
-  readonly connection?: { drop(reason: string): void; track(queue: AsyncIterator<unknown>): void };
+  readonly connection?: { drop(reason: string): void; track(queue: TrackedQueue): void };
   /** The request's logger (it carries the request id). */
   readonly log: FastifyBaseLogger;
 }

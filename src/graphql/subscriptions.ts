@@ -19,7 +19,7 @@ import type { Config } from '../config';
 import { toAppError } from '../error-mapping';
 import { clientAddressOf } from '../http/client-address';
 import type { Services } from '../services';
-import type { GraphQLContext } from './context';
+import type { GraphQLContext, TrackedQueue } from './context';
 import { createFormatError } from './format-error';
 import { costChecker, LIMITS, limitRules, repeatedSelections } from './limits';
 import { Loaders } from './loaders';
@@ -55,7 +55,7 @@ interface Connection {
   readonly socket: WebSocket;
   readonly ip: string;
   /** Every event queue its subscriptions opened: all are ended when the socket closes. */
-  readonly queues: Set<AsyncIterator<unknown>>;
+  readonly queues: Set<TrackedQueue>;
   closed: boolean;
   auth?: RequestAuth;
   trainerId?: number;
@@ -190,6 +190,7 @@ export function registerSubscriptions(
       // The subscription asked for is already reserved in ctx.subscriptions; queues count too,
       // since a client reusing an id while its first subscribe is pending leaves one untracked there.
       const { connection } = ctx.extra;
+      for (const queue of connection.queues) if (queue.finished) connection.queues.delete(queue);
       const open = Math.max(Object.keys(ctx.subscriptions).length - 1, connection.queues.size);
       if (open >= WS_LIMITS.subscriptionsPerConnection) {
         return [
@@ -226,7 +227,7 @@ export function registerSubscriptions(
             connection.socket.terminate();
           },
           track: (queue) => {
-            if (connection.closed) void queue.return?.();
+            if (connection.closed) void queue.return();
             else connection.queues.add(queue);
           },
         },
@@ -287,7 +288,7 @@ export function registerSubscriptions(
     socket.once('close', (code, reason) => {
       clearInterval(ping);
       connection.closed = true;
-      for (const queue of connection.queues) void queue.return?.();
+      for (const queue of connection.queues) void queue.return();
       connection.queues.clear();
       connections.delete(connection);
       const left = (perAddress.get(ip) ?? 1) - 1;

@@ -285,6 +285,36 @@ describe('WebSocket limits', () => {
     await client.dispose();
   });
 
+  it('counts only open subscriptions: 25 subscribe-and-complete rounds on one connection leave room for more', async () => {
+    // The test before it leaves its subscriptions ending as its socket closes.
+    await until(() => t.app.services.events.size === 0, 'the earlier subscriptions to end');
+    const initial = 0;
+    const client = createClient({
+      url: `${origin.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${me.token}` },
+      retryAttempts: 0,
+      lazy: false,
+      onNonLazyError: () => undefined,
+    });
+    const codes: (string | undefined)[] = [];
+    const sink = {
+      next: () => undefined,
+      error: (error: unknown) => codes.push(...(error as { extensions?: { code?: string } }[]).map((e) => e.extensions?.code)),
+      complete: () => undefined,
+    };
+    for (let i = 0; i < 25; i += 1) {
+      const stop = client.subscribe({ query: EVENTS, variables: { trainerId: String(me.trainer.id) } }, sink);
+      await until(() => t.app.services.events.size === initial + 1, `subscription ${i + 1}`);
+      stop();
+      await until(() => t.app.services.events.size === initial, `subscription ${i + 1} to end`);
+    }
+    client.subscribe({ query: EVENTS, variables: { trainerId: String(me.trainer.id) } }, sink);
+    await until(() => t.app.services.events.size === initial + 1, 'one more subscription');
+    expect(codes).toEqual([]);
+    await client.dispose();
+  });
+
   it(`refuses a connection past ${WS_LIMITS.connectionsPerAddress} from one address with 429, and takes one again once another closes`, async () => {
     const sockets: WebSocket[] = [];
     for (let i = 0; i < WS_LIMITS.connectionsPerAddress; i += 1) {
