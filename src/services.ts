@@ -35,7 +35,7 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
   const creatureQueries = new CreatureQueries(sql);
   const delay = new RefusalDelay(config.rateLimitedDelayMs);
   const hasher = new PasswordHasher(undefined, delay);
-  const events = new CreatureEventBus();
+  const events = new CreatureEventBus((trainerId) => trainerQueries.eventSeq(trainerId));
   const creatures = new CreatureService(creatureQueries, trainerQueries, events);
   const throttle = new LoginThrottle({
     maxFailures: config.loginMaxFailures,

@@ -1,4 +1,4 @@
-import { placeholders, sqlDate, sqlInt, type Sql } from '../db/sql';
+import { placeholders, sqlDate, sqlInt, type Sql, type Statements } from '../db/sql';
 import { Creature } from './creature.entity';
 
 /*
@@ -57,9 +57,14 @@ function toCreature(row: Partial<CreatureRow>): Creature {
 export class CreatureQueries {
   constructor(private readonly sql: Sql) {}
 
+  /** Runs `body` in one transaction (the statements below take it as `on`); see Sql.transaction. */
+  inTransaction<T>(body: (tx: Statements) => Promise<T>): Promise<T> {
+    return this.sql.transaction(body);
+  }
+
   /** Inserts a creature and returns it; the unique index on (trainer, name key) decides duplicates. */
-  async insert(row: NewCreatureRow): Promise<Creature> {
-    const { insertId } = await this.sql.write(
+  async insert(row: NewCreatureRow, on: Statements = this.sql): Promise<Creature> {
+    const { insertId } = await on.write(
       'INSERT INTO creature (name, name_key, species_id, level, trainer_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
       [row.name, row.nameKey, row.speciesId, row.level, row.trainerId, this.sql.date(row.createdAt)],
     );
@@ -80,12 +85,23 @@ export class CreatureQueries {
     return row ? toCreature(row) : null;
   }
 
+  /** A trainer's creature as the transaction `tx` sees it; null when the trainer has no such creature. */
+  async ownedIn(tx: Statements, id: number, trainerId: number): Promise<Creature | null> {
+    const [row] = await tx.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature WHERE id = ? AND trainer_id = ?`, [id, trainerId]);
+    return row ? toCreature(row) : null;
+  }
+
   /**
    * Changes a creature's name (with its key) and/or level if `trainerId` owns it; whether it did
    * (false when it was deleted meanwhile). The unique index on (trainer, name key) decides
    * duplicates, as for inserts.
    */
-  async updateOwned(id: number, trainerId: number, change: { name?: string; nameKey?: string; level?: number }): Promise<boolean> {
+  async updateOwned(
+    id: number,
+    trainerId: number,
+    change: { name?: string; nameKey?: string; level?: number },
+    on: Statements = this.sql,
+  ): Promise<boolean> {
     const set: string[] = [];
     const values: unknown[] = [];
     if (change.name !== undefined) {
@@ -97,7 +113,7 @@ export class CreatureQueries {
       values.push(change.level);
     }
     // mysql2 asks for found rows: an update that changes nothing still counts its row.
-    const { affected } = await this.sql.write(`UPDATE creature SET ${set.join(', ')} WHERE id = ? AND trainer_id = ?`, [
+    const { affected } = await on.write(`UPDATE creature SET ${set.join(', ')} WHERE id = ? AND trainer_id = ?`, [
       ...values,
       id,
       trainerId,
@@ -106,8 +122,8 @@ export class CreatureQueries {
   }
 
   /** Deletes a creature if `trainerId` owns it; whether it did (false when a concurrent delete won). */
-  async deleteOwned(id: number, trainerId: number): Promise<boolean> {
-    const { affected } = await this.sql.write('DELETE FROM creature WHERE id = ? AND trainer_id = ?', [id, trainerId]);
+  async deleteOwned(id: number, trainerId: number, on: Statements = this.sql): Promise<boolean> {
+    const { affected } = await on.write('DELETE FROM creature WHERE id = ? AND trainer_id = ?', [id, trainerId]);
     return affected > 0;
   }
 

@@ -8,6 +8,7 @@ import type { Creature } from './creature.entity';
 import type { CreatureField, CreatureQueries } from './creature.queries';
 import { CreatureEventKind, toMessage } from '../events/creature-event';
 import type { CreatureEventBus } from '../events/event-bus';
+import type { Statements } from '../db/sql';
 
 export interface NewCreature {
   readonly name: string;
@@ -20,6 +21,9 @@ export interface CreatureChange {
   readonly name?: string;
   readonly level?: number;
 }
+
+/** The trainer was deleted after its token was checked. */
+const gone = () => new AppError('UNAUTHENTICATED', 'Your account no longer exists');
 
 /** What makes two names the same creature: trimmed, then NFKC and fully case-folded (nameKey). */
 export const creatureNameKey = (name: string): string => nameKey(normalizeText(name));
@@ -37,28 +41,25 @@ export class CreatureService {
       throw new AppError('FORBIDDEN', 'You can only create creatures for yourself');
     }
     const name = normalizeText(input.name);
-    let created: Creature;
+    const row = {
+      name,
+      nameKey: creatureNameKey(name),
+      speciesId: input.speciesId,
+      level: input.level ?? 1,
+      trainerId,
+      createdAt: new Date(),
+    };
     try {
-      created = await this.queries.insert({
-        name,
-        nameKey: creatureNameKey(name),
-        speciesId: input.speciesId,
-        level: input.level ?? 1,
-        trainerId,
-        createdAt: new Date(),
-      });
+      return await this.write(trainerId, CreatureEventKind.CREATED, (tx) => this.queries.insert(row, tx));
     } catch (error) {
       if (uniqueViolation(error) !== undefined) {
         throw new AppError('DUPLICATE_CREATURE', `You already have a creature named "${name}"`, [
           { field: 'name', message: 'is already used by another of your creatures' },
         ]);
       }
-      // The trainer was deleted after its token was checked.
-      if (isForeignKeyViolation(error)) throw new AppError('UNAUTHENTICATED', 'Your account no longer exists');
+      if (isForeignKeyViolation(error)) throw gone();
       throw error;
     }
-    this.events.publish(toMessage(CreatureEventKind.CREATED, created));
-    return created;
   }
 
   findById(id: number): Promise<Creature | null> {
@@ -88,9 +89,12 @@ export class CreatureService {
     if (creature.trainerId !== viewer.id) {
       throw new AppError('FORBIDDEN', 'You can only delete your own creatures');
     }
-    if (!(await this.queries.deleteOwned(id, viewer.id))) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
-    this.events.publish(toMessage(CreatureEventKind.DELETED, creature));
-    return creature;
+    return this.write(viewer.id, CreatureEventKind.DELETED, async (tx) => {
+      // Read again under the trainer's lock: the event shows the creature as it was deleted.
+      const current = await this.queries.ownedIn(tx, id, viewer.id);
+      if (!current || !(await this.queries.deleteOwned(id, viewer.id, tx))) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
+      return current;
+    });
   }
 
   /**
@@ -115,12 +119,15 @@ export class CreatureService {
       throw new AppError('FORBIDDEN', 'You can only change your own creatures');
     }
     const name = change.name === undefined ? undefined : normalizeText(change.name);
-    let updated: boolean;
     try {
-      updated = await this.queries.updateOwned(id, viewer.id, {
-        name,
-        nameKey: name === undefined ? undefined : creatureNameKey(name),
-        level: change.level,
+      return await this.write(viewer.id, CreatureEventKind.UPDATED, async (tx) => {
+        const nameKey = name === undefined ? undefined : creatureNameKey(name);
+        const now = (await this.queries.updateOwned(id, viewer.id, { name, nameKey, level: change.level }, tx))
+          ? await this.queries.ownedIn(tx, id, viewer.id)
+          : null;
+        // Deleted meanwhile: rolled back, so the trainer's event numbers keep no gap.
+        if (!now) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
+        return now;
       });
     } catch (error) {
       if (uniqueViolation(error) === undefined) throw error;
@@ -128,10 +135,24 @@ export class CreatureService {
         { field: 'name', message: 'is already used by another of your creatures' },
       ]);
     }
-    const now = updated ? await this.queries.byId(id, viewer.id) : null;
-    if (!now) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
-    this.events.publish(toMessage(CreatureEventKind.UPDATED, now));
-    return now;
+  }
+
+  /**
+   * One write of a trainer's creatures (`change`, in a transaction) and its event. The trainer's
+   * event counter goes up first, in the same transaction: that locks the trainer's row, so its
+   * writes commit one after the other in the order of their numbers. The event is published once
+   * the transaction has committed; a write that throws is rolled back, counter included.
+   */
+  private write(trainerId: number, kind: CreatureEventKind, change: (tx: Statements) => Promise<Creature>): Promise<Creature> {
+    return this.events.during(trainerId, async () => {
+      const { creature, seq } = await this.queries.inTransaction(async (tx) => {
+        const next = await this.trainers.nextEventSeq(tx, trainerId);
+        if (next === null) throw gone();
+        return { creature: await change(tx), seq: next };
+      });
+      this.events.publish(toMessage(kind, creature, seq));
+      return creature;
+    });
   }
 
   /** One page of a trainer's creatures with their total; NOT_FOUND when there is no such trainer. */

@@ -1,6 +1,7 @@
-import type { Pool, ResultSetHeader } from 'mysql2';
+import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2';
 import type { DataSource, QueryResult } from 'typeorm';
 import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
+import { AppError } from '../errors';
 import { unavailableAsAppError } from './errors';
 
 /*
@@ -37,6 +38,12 @@ export function sqlDate(value: Date | string): Date {
 /** COUNT(*) and integer columns: MySQL may answer them as strings (BIGINT), SQLite as numbers. */
 export const sqlInt = (value: number | string | bigint): number => Number(value);
 
+/** What runs statements: the Sql gateway itself, or one transaction (see Sql.transaction). */
+export interface Statements {
+  rows<T>(sql: string, params: readonly unknown[]): Promise<T[]>;
+  write(sql: string, params: readonly unknown[]): Promise<WriteResult>;
+}
+
 export interface SqlLimits {
   /** Statements taking longer are cut off (MySQL: mysql2 drops the connection). */
   readonly timeoutMs: number;
@@ -44,7 +51,16 @@ export interface SqlLimits {
   readonly slowMs: number;
 }
 
-export class Sql {
+export class Sql implements Statements {
+  /**
+   * SQLite has one connection, so a transaction on it would take in any statement issued while
+   * it is open (and lose it on rollback). While one is open (`sqliteTransaction`), other
+   * statements wait for it; it starts once the statements already under way have finished.
+   */
+  private sqliteTransaction: Promise<void> | undefined;
+  private sqliteUnderWay = 0;
+  private sqliteQuiet: (() => void) | undefined;
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly limits: SqlLimits,
@@ -66,7 +82,7 @@ export class Sql {
    */
   rows<T>(sql: string, params: readonly unknown[], { prepared = false } = {}): Promise<T[]> {
     const pool = this.pool();
-    if (!pool) return this.timed(sql, () => this.dataSource.query<T[]>(sql, [...params]));
+    if (!pool) return this.onSqlite(() => this.timed(sql, () => this.dataSource.query<T[]>(sql, [...params])));
     return this.onPool<T[]>(pool, sql, params, prepared);
   }
 
@@ -77,12 +93,103 @@ export class Sql {
       const header = await this.onPool<ResultSetHeader>(pool, sql, params, false);
       return { affected: header.affectedRows, insertId: header.insertId };
     }
+    return this.onSqlite(() => this.sqliteWrite(sql, params));
+  }
+
+  /**
+   * Runs `body` in one transaction: committed when it resolves, rolled back when it throws (the
+   * error is passed on). MySQL: on one pooled connection. SQLite: BEGIN IMMEDIATE, with every
+   * other statement of this process waiting until it ends.
+   */
+  async transaction<T>(body: (tx: Statements) => Promise<T>): Promise<T> {
+    const pool = this.pool();
+    return pool ? this.mysqlTransaction(pool, body) : this.sqliteTransactionOf(body);
+  }
+
+  private async sqliteWrite(sql: string, params: readonly unknown[]): Promise<WriteResult> {
     const runner = this.dataSource.createQueryRunner();
     try {
       const result = (await this.timed(sql, () => runner.query(sql, [...params], true))) as QueryResult<number | bigint>;
       return { affected: result.affected ?? 0, insertId: Number(result.raw) };
     } finally {
       await runner.release();
+    }
+  }
+
+  /** A statement outside any transaction, on SQLite: after the open transaction, if any. */
+  private async onSqlite<T>(statement: () => Promise<T>): Promise<T> {
+    while (this.sqliteTransaction) await this.sqliteTransaction;
+    this.sqliteUnderWay += 1;
+    try {
+      return await statement();
+    } finally {
+      this.sqliteUnderWay -= 1;
+      if (this.sqliteUnderWay === 0) this.sqliteQuiet?.();
+    }
+  }
+
+  private async sqliteTransactionOf<T>(body: (tx: Statements) => Promise<T>): Promise<T> {
+    while (this.sqliteTransaction) await this.sqliteTransaction;
+    let end!: () => void;
+    this.sqliteTransaction = new Promise<void>((resolve) => (end = resolve));
+    try {
+      if (this.sqliteUnderWay > 0) await new Promise<void>((resolve) => (this.sqliteQuiet = resolve));
+      this.sqliteQuiet = undefined;
+      const tx: Statements = {
+        rows: <R>(sql: string, params: readonly unknown[]) => this.timed(sql, () => this.dataSource.query<R[]>(sql, [...params])),
+        write: (sql, params) => this.sqliteWrite(sql, params),
+      };
+      await this.timed('BEGIN IMMEDIATE', () => this.dataSource.query('BEGIN IMMEDIATE'));
+      let result: T;
+      try {
+        result = await body(tx);
+      } catch (error) {
+        await this.dataSource.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+      await this.timed('COMMIT', () => this.dataSource.query('COMMIT'));
+      return result;
+    } finally {
+      this.sqliteTransaction = undefined;
+      end();
+    }
+  }
+
+  private async mysqlTransaction<T>(pool: Pool, body: (tx: Statements) => Promise<T>): Promise<T> {
+    const connection = await new Promise<PoolConnection>((resolve, reject) =>
+      pool.getConnection((error, got) => (error ? reject(unavailableAsAppError(error)) : resolve(got))),
+    );
+    let healthy = true;
+    const run = async <R>(sql: string, params: readonly unknown[]): Promise<R> => {
+      try {
+        return await this.onConnection<R>(connection, sql, params);
+      } catch (error) {
+        // A cut or timed-out connection does not go back to the pool.
+        if (error instanceof AppError ? error.code === 'SERVICE_UNAVAILABLE' : (error as { fatal?: boolean }).fatal) healthy = false;
+        throw error;
+      }
+    };
+    const tx: Statements = {
+      rows: <R>(sql: string, params: readonly unknown[]) => run<R[]>(sql, params),
+      write: async (sql, params) => {
+        const header = await run<ResultSetHeader>(sql, params);
+        return { affected: header.affectedRows, insertId: header.insertId };
+      },
+    };
+    try {
+      await run('START TRANSACTION', []);
+      let result: T;
+      try {
+        result = await body(tx);
+      } catch (error) {
+        if (healthy) await run('ROLLBACK', []).catch(() => undefined);
+        throw error;
+      }
+      await run('COMMIT', []);
+      return result;
+    } finally {
+      if (healthy) connection.release();
+      else connection.destroy();
     }
   }
 
@@ -108,7 +215,11 @@ export class Sql {
     return driver instanceof MysqlDriver ? (driver.pool as Pool | undefined) : undefined;
   }
 
-  private onPool<T>(pool: Pool, sql: string, params: readonly unknown[], prepared: boolean): Promise<T> {
+  private onConnection<T>(connection: PoolConnection, sql: string, params: readonly unknown[]): Promise<T> {
+    return this.onPool<T>(connection, sql, params, false);
+  }
+
+  private onPool<T>(pool: Pool | PoolConnection, sql: string, params: readonly unknown[], prepared: boolean): Promise<T> {
     const logger = this.dataSource.logger;
     logger.logQuery(sql);
     const started = performance.now();

@@ -1,4 +1,4 @@
-import { Field, ObjectType, registerEnumType } from 'type-graphql';
+import { Field, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { Creature } from '../creatures/creature.entity';
 
 export enum CreatureEventKind {
@@ -19,6 +19,12 @@ export class CreatureEvent {
 
   @Field()
   at!: Date;
+
+  @Field(() => Int, {
+    description:
+      "The event's number among the trainer's creature events: one more than the one before. A jump means events were missed (an instance or Redis went away).",
+  })
+  sequence!: number;
 }
 
 /** An event as it travels between instances (JSON): the creature's plain fields, dates as ISO text. */
@@ -33,15 +39,17 @@ export interface CreatureEventMessage {
     readonly createdAt: string;
   };
   readonly at: string;
+  /** The trainer's event number (trainer.event_seq), given in the write's transaction. */
+  readonly seq: number;
 }
 
-export function toMessage(kind: CreatureEventKind, creature: Creature, at = new Date()): CreatureEventMessage {
+export function toMessage(kind: CreatureEventKind, creature: Creature, seq: number, at = new Date()): CreatureEventMessage {
   const { id, name, speciesId, level, trainerId, createdAt } = creature;
-  return { kind, creature: { id, name, speciesId, level, trainerId, createdAt: createdAt.toISOString() }, at: at.toISOString() };
+  return { kind, creature: { id, name, speciesId, level, trainerId, createdAt: createdAt.toISOString() }, at: at.toISOString(), seq };
 }
 
 /** A message as the GraphQL type: a Creature entity (its `trainer` field resolves through the loaders). */
 export function fromMessage(message: CreatureEventMessage): CreatureEvent {
   const creature = Object.assign(new Creature(), message.creature, { createdAt: new Date(message.creature.createdAt) });
-  return Object.assign(new CreatureEvent(), { kind: message.kind, creature, at: new Date(message.at) });
+  return Object.assign(new CreatureEvent(), { kind: message.kind, creature, at: new Date(message.at), sequence: message.seq });
 }

@@ -43,12 +43,18 @@ export class RedisEventRelay {
       const event = envelope?.event;
       if (envelope?.origin === this.origin || typeof event !== 'object' || event === null) return;
       if (typeof event.creature !== 'object' || event.creature === null || typeof event.creature.trainerId !== 'number') return;
+      if (!Number.isSafeInteger(event.seq)) return;
       try {
         this.deliver(event);
       } catch (error) {
         this.log.warn({ err: error }, 'creature event from Redis not delivered');
       }
     });
+  }
+
+  /** Whether the channels are followed right now (else nothing arrives from the other instances). */
+  get connected(): boolean {
+    return this.subscriber.status === 'ready';
   }
 
   publish(event: CreatureEventMessage): void {

@@ -54,6 +54,10 @@ export class Trainer {
   @Column({ type: 'varchar', length: 8 })
   team!: Team;
 
+  /** How many creature events the trainer has had: the last one's sequence number (see CreatureEventBus). */
+  @Column({ name: 'event_seq', type: 'bigint', default: 0, select: false })
+  eventSeq!: string;
+
   @Field()
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt!: Date;

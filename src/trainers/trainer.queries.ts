@@ -1,5 +1,5 @@
 import { liveSessionsColumn, parseLiveSessions } from '../auth/session.queries';
-import { placeholders, sqlDate, sqlInt, type Sql } from '../db/sql';
+import { placeholders, sqlDate, sqlInt, type Sql, type Statements } from '../db/sql';
 import { Team } from './team';
 
 const TEAMS = new Map<string, Team>(Object.values(Team).map((team) => [team, team]));
@@ -157,5 +157,31 @@ export class TrainerQueries {
 
   async exists(id: number): Promise<boolean> {
     return (await this.sql.rows('SELECT 1 AS found FROM trainer WHERE id = ?', [id], { prepared: true })).length > 0;
+  }
+
+  /** The sequence number of the trainer's last creature event; null when there is no such trainer. */
+  async eventSeq(id: number): Promise<number | null> {
+    const [row] = await this.sql.rows<{ seq: number | string }>('SELECT event_seq AS seq FROM trainer WHERE id = ?', [id], {
+      prepared: true,
+    });
+    return row ? sqlInt(row.seq) : null;
+  }
+
+  /**
+   * Counts one more creature event of the trainer, within the write's transaction `tx`, and
+   * returns its sequence number (null when there is no such trainer). The UPDATE locks the
+   * trainer's row until `tx` ends, so the trainer's writes commit in the order of their numbers.
+   */
+  async nextEventSeq(tx: Statements, id: number): Promise<number | null> {
+    if (this.sql.isMysql) {
+      // LAST_INSERT_ID(expr) hands the new value back in the UPDATE's own answer.
+      const { affected, insertId } = await tx.write('UPDATE trainer SET event_seq = LAST_INSERT_ID(event_seq + 1) WHERE id = ?', [id]);
+      return affected > 0 ? insertId : null;
+    }
+    const [row] = await tx.rows<{ seq: number | string }>(
+      'UPDATE trainer SET event_seq = event_seq + 1 WHERE id = ? RETURNING event_seq AS seq',
+      [id],
+    );
+    return row ? sqlInt(row.seq) : null;
   }
 }

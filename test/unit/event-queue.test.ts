@@ -1,5 +1,5 @@
 import { CreatureEventBus, EventQueue } from '../../src/events/event-bus';
-import { CreatureEventKind, toMessage } from '../../src/events/creature-event';
+import { CreatureEventKind, toMessage, type CreatureEventMessage } from '../../src/events/creature-event';
 import { Creature } from '../../src/creatures/creature.entity';
 
 const creatureOf = (trainerId: number, id: number) =>
@@ -28,17 +28,105 @@ describe('EventQueue', () => {
   });
 });
 
+/** The numbers of the events a subscriber takes, as it takes them. */
+function collect(queue: EventQueue<CreatureEventMessage> | null): number[] {
+  const seen: number[] = [];
+  void (async () => {
+    for await (const message of queue!) seen.push(message.seq);
+  })();
+  return seen;
+}
+
+/** What the subscriber took once everything already on its way was handed over. */
+const settled = async (seen: number[]) => {
+  await new Promise((resolve) => setImmediate(resolve));
+  return [...seen];
+};
+
+const event = (trainerId: number, seq: number) => toMessage(CreatureEventKind.CREATED, creatureOf(trainerId, seq), seq);
+
 describe('CreatureEventBus', () => {
+  /** A bus whose trainers 1 and 2 exist, with `last` as the number of their last event. */
+  const busAt = (last = 0, gapWaitMs = 50) => new CreatureEventBus((trainerId) => Promise.resolve(trainerId <= 2 ? last : null), gapWaitMs);
+
   it('delivers to the subscribers of the creature’s trainer only, and forgets a subscriber once it returns', async () => {
-    const bus = new CreatureEventBus();
-    const mine = await bus.subscribe(1);
-    const theirs = await bus.subscribe(2);
-    bus.publish(toMessage(CreatureEventKind.CREATED, creatureOf(1, 10)));
+    const bus = busAt();
+    const mine = (await bus.subscribe(1))!;
+    const theirs = (await bus.subscribe(2))!;
+    bus.publish(event(1, 1));
     const first = await mine.next();
-    expect(first.done ? undefined : first.value.creature.id).toBe(10);
+    expect(first.done ? undefined : first.value.creature.id).toBe(1);
     expect(bus.size).toBe(2);
     await theirs.return();
     await mine.return();
     expect(bus.size).toBe(0);
+  });
+
+  it('answers null for a trainer that does not exist, holding nothing', async () => {
+    const bus = busAt();
+    expect(await bus.subscribe(3)).toBeNull();
+    expect(bus.size).toBe(0);
+  });
+
+  it('starts after the trainer’s last event, and delivers early events in their turn, once each', async () => {
+    const bus = busAt(4);
+    const queue = collect(await bus.subscribe(1));
+    bus.deliver(event(1, 4)); // before the subscription: not delivered
+    await bus.during(1, async () => {
+      bus.deliver(event(1, 7));
+      bus.deliver(event(1, 6));
+      expect(await settled(queue)).toEqual([]);
+      bus.deliver(event(1, 5));
+      bus.deliver(event(1, 6)); // the same event again (Redis and this process)
+    });
+    expect(await settled(queue)).toEqual([5, 6, 7]);
+  });
+
+  it('does not wait for a gap nothing can fill: with no write under way here and no Redis, it is skipped at once', async () => {
+    const bus = busAt(0);
+    const queue = collect(await bus.subscribe(1));
+    bus.deliver(event(1, 3)); // 1 and 2 were written by an instance this one cannot hear
+    expect(await settled(queue)).toEqual([3]);
+    bus.deliver(event(1, 2)); // too late: never after a later one
+    bus.deliver(event(1, 4));
+    expect(await settled(queue)).toEqual([3, 4]);
+  });
+
+  it('waits for a gap while a write is under way, and gives it up after the gap wait', async () => {
+    const bus = busAt(0, 50);
+    const queue = collect(await bus.subscribe(1));
+    let finish!: () => void;
+    const write = bus.during(1, () => new Promise<void>((resolve) => (finish = resolve)));
+    bus.deliver(event(1, 2));
+    expect(await settled(queue)).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(await settled(queue)).toEqual([2]);
+    finish();
+    await write;
+    bus.deliver(event(1, 1));
+    expect(await settled(queue)).toEqual([2]);
+  });
+
+  it('delivers what a gap held back once the write under way ends without filling it (rolled back)', async () => {
+    const bus = busAt(0, 60_000);
+    const queue = collect(await bus.subscribe(1));
+    await bus
+      .during(1, async () => {
+        bus.deliver(event(1, 2));
+        expect(await settled(queue)).toEqual([]);
+        throw new Error('rolled back');
+      })
+      .catch(() => undefined);
+    expect(await settled(queue)).toEqual([2]);
+  });
+
+  it('gives a late subscriber the events from its start, in order with the others', async () => {
+    const bus = busAt(0);
+    const early = collect(await bus.subscribe(1));
+    bus.deliver(event(1, 1));
+    const late = collect(await bus.subscribe(1));
+    bus.deliver(event(1, 2));
+    expect(await settled(early)).toEqual([1, 2]);
+    expect(await settled(late)).toEqual([2]);
   });
 });

@@ -2,6 +2,7 @@ import { CreateTrainerAndCreature1795300000000 } from './1795300000000-CreateTra
 import { AddTrainerIdIndex1795400000000 } from './1795400000000-AddTrainerIdIndex';
 import { NameRules1795500000000 } from './1795500000000-NameRules';
 import { Sessions1795600000000 } from './1795600000000-Sessions';
+import { EventSequence1795700000000 } from './1795700000000-EventSequence';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
 export const migrations = [
@@ -9,4 +10,5 @@ export const migrations = [
   AddTrainerIdIndex1795400000000,
   NameRules1795500000000,
   Sessions1795600000000,
+  EventSequence1795700000000,
 ];
