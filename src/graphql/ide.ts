@@ -112,6 +112,7 @@ const ideHtml = (nonce: string) =>
 <script src="${IDE_PATH}/react.js" defer></script>
 <script src="${IDE_PATH}/react-dom.js" defer></script>
 <script src="${IDE_PATH}/graphiql.js" defer></script>
+<script src="${IDE_PATH}/graphql-ws.js" defer></script>
 <script src="${IDE_PATH}/ide.js" defer></script>`,
     '<div id="graphiql">Loading GraphiQL&hellip;</div>',
   );
@@ -123,6 +124,7 @@ const IDE_CSS = `html, body { margin: 0; height: 100%; }
 const DEFAULT_QUERY = `# GraphiQL, served by this service (works offline).
 # Operations other than registerTrainer and authenticate need a token:
 # add it in the Headers tab below as {"Authorization": "Bearer <token>"}.
+# Subscriptions (creatureEvents) run over WebSocket with that same token.
 
 query Hello {
   __typename
@@ -132,7 +134,30 @@ query Hello {
 const IDE_JS = `(function () {
   window.__webpack_nonce__ = document.querySelector('meta[name="style-nonce"]').content;
   var params = new URLSearchParams(location.search);
-  var fetcher = GraphiQL.createFetcher({ url: location.origin + '/graphql' });
+  var http = GraphiQL.createFetcher({ url: location.origin + '/graphql' });
+  function isSubscription(document, name) {
+    var operations = ((document && document.definitions) || []).filter(function (d) { return d.kind === 'OperationDefinition'; });
+    var operation = operations.filter(function (d) { return !name || (d.name && d.name.value === name); })[0];
+    return Boolean(operation) && operation.operation === 'subscription';
+  }
+  // Subscriptions go over GraphQL over WebSocket, one socket each, whose connection_init
+  // carries the Authorization header of the Headers tab (the server reads the token there).
+  function fetcher(request, options) {
+    if (!isSubscription(options && options.documentAST, request.operationName)) return http(request, options);
+    var headers = (options && options.headers) || {};
+    var authorization = headers.Authorization || headers.authorization;
+    var client = graphqlWs.createClient({
+      url: location.origin.replace(/^http/, 'ws') + '/graphql',
+      connectionParams: authorization ? { authorization: authorization } : {},
+      retryAttempts: 0,
+    });
+    var events = client.iterate(request);
+    var end = events.return.bind(events);
+    events.return = function () {
+      return end().finally(function () { client.dispose(); });
+    };
+    return events;
+  }
   var root = ReactDOM.createRoot(document.getElementById('graphiql'));
   root.render(
     React.createElement(GraphiQL, {
@@ -165,6 +190,7 @@ const ASSETS: Record<string, Asset> = {
   'react-dom.js': { type: JS, load: file('react-dom', 'umd/react-dom.production.min.js') },
   'graphiql.js': { type: JS, load: file('graphiql', 'graphiql.min.js') },
   'graphiql.css': { type: CSS, load: file('graphiql', 'graphiql.min.css') },
+  'graphql-ws.js': { type: JS, load: file('graphql-ws', 'umd/graphql-ws.min.js') },
 };
 
 /** Apollo serves this page for a browser's GET /graphql (Accept: text/html); landingPageCsp gives it its policy. */

@@ -3,10 +3,12 @@ import type { Browser } from 'playwright-core';
 import { IDE_PATH, SANDBOX_WAIT_MS } from '../../src/graphql/ide';
 import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
 import { chromiumPath, launchChromium, watchProblems } from '../helpers/browser';
+import { createTrainer } from '../helpers/factories';
 
 /*
  * The development IDE at /graphql in a real headless Chromium: offline, the page moves on by
- * itself to GraphiQL from the service's own files, which runs a query; online (Apollo's CDN
+ * itself to GraphiQL from the service's own files, which runs a query and a subscription over
+ * WebSocket; online (Apollo's CDN
  * answered here by stubs), Apollo Sandbox is embedded. Neither page breaks its own
  * Content-Security-Policy.
  */
@@ -59,6 +61,43 @@ const isLocal = (url: URL) => url.hostname === '127.0.0.1';
     await page.locator('[role="dialog"]').waitFor();
 
     expect(problems.consoleErrors.filter((text) => text.includes(IDE_PATH))).toEqual([]);
+    expect(problems.pageErrors).toEqual([]);
+    expect(await problems.cspViolations()).toEqual([]);
+    await page.close();
+  });
+
+  it('offline: runs a creatureEvents subscription over WebSocket with the token of the Headers tab, showing events as they come', async () => {
+    const owner = await createTrainer(t.app);
+    const page = await browser.newPage();
+    const problems = await watchProblems(page);
+    await page.route(
+      (url) => !isLocal(url),
+      (route) => route.abort('internetdisconnected'),
+    );
+    const subscription = `subscription { creatureEvents(trainerId: "${owner.trainer.id}") { kind sequence creature { name } } }`;
+    await page.goto(`${origin}${IDE_PATH}?query=${encodeURIComponent(subscription)}`);
+    await page.locator('.graphiql-execute-button').waitFor({ timeout: 5000 });
+    await page.getByRole('button', { name: 'Headers' }).click();
+    await page.locator('.graphiql-editor-tool .graphiql-editor:visible .CodeMirror').click();
+    // insertText, not typing: the editor would close the brackets a second time.
+    await page.keyboard.insertText(JSON.stringify({ Authorization: `Bearer ${owner.token}` }));
+    await page.locator('.graphiql-execute-button').click();
+    const result = page.locator('.result-window');
+    let n = 0;
+    const deadline = Date.now() + 10_000;
+    while (!(await result.textContent())?.includes('"kind": "CREATED"')) {
+      if (Date.now() > deadline) throw new Error(`no event in GraphiQL: ${await result.textContent()}`);
+      n += 1;
+      const created = await t.app.inject({
+        method: 'POST',
+        url: `/trainer/${owner.trainer.id}/creature`,
+        headers: { authorization: `Bearer ${owner.token}` },
+        payload: { name: `Live ${n}`, speciesId: 25 },
+      });
+      expect(created.statusCode).toBe(201);
+      await page.waitForTimeout(300);
+    }
+    expect(await result.textContent()).toMatch(/"name": "Live \d+"/);
     expect(problems.pageErrors).toEqual([]);
     expect(await problems.cspViolations()).toEqual([]);
     await page.close();
