@@ -71,7 +71,7 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
 type Listener = (message: CreatureEventMessage) => void;
 
 /** How long a trainer's later events wait for a missing earlier one before it counts as lost. */
-export const GAP_WAIT_MS = 1000;
+const GAP_WAIT_MS = 1000;
 /** Events held back behind a gap, per trainer, before the gap counts as lost at once. */
 const MAX_HELD = 1024;
 

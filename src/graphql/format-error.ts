@@ -124,7 +124,10 @@ export function createFormatError({ isProduction }: { isProduction: boolean }) {
 }
 
 function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
-  const original = unwrapResolverError(error);
+  const unwrapped = unwrapResolverError(error);
+  // Apollo unwraps resolver errors only (those with a path); an AppError raised before execution
+  // (a WebSocket subscribe refused) keeps its code too.
+  const original = unwrapped instanceof GraphQLError && unwrapped.originalError instanceof AppError ? unwrapped.originalError : unwrapped;
   if (original instanceof AppError) {
     return shaped(formatted, original.code, original.message, original.fields, original.retryAfter);
   }

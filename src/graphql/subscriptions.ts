@@ -14,9 +14,11 @@ import { handleProtocols, makeServer, type Context } from 'graphql-ws';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
 import type { RequestAuth } from '../auth/request-auth';
 import type { Config } from '../config';
 import { toAppError } from '../error-mapping';
+import { AppError } from '../errors';
 import { clientAddressOf } from '../http/client-address';
 import type { Services } from '../services';
 import type { GraphQLContext, TrackedQueue } from './context';
@@ -27,6 +29,8 @@ import { Loaders } from './loaders';
 /** The contract's WebSocket limits. */
 export const WS_LIMITS = {
   subscriptionsPerConnection: 20,
+  /** Subscribe messages one connection may send per 10 s (each may read the database and follow a Redis channel). */
+  subscribesPer10s: 30,
   connectionsPerAddress: 50,
   messageBytes: 64 * 1024,
   /** Bytes a socket may have waiting to be sent before its reader counts as too slow and is dropped. */
@@ -52,6 +56,8 @@ const INTERNAL_ERROR = 1011;
 const TRY_AGAIN_LATER = 1013;
 
 interface Connection {
+  /** Names the connection to the subscribe rate limiter. */
+  readonly key: number;
   readonly socket: WebSocket;
   readonly ip: string;
   /** Every event queue its subscriptions opened: all are ended when the socket closes. */
@@ -96,6 +102,8 @@ export function registerSubscriptions(
   const connections = new Set<Connection>();
   const perAddress = new Map<string, number>();
   let closing = false;
+  let connectionCount = 0;
+  const subscribes = new RateLimiterMemory({ points: WS_LIMITS.subscribesPer10s, duration: 10 });
 
   const wss = new WebSocketServer({
     noServer: true,
@@ -186,7 +194,7 @@ export function registerSubscriptions(
       Object.assign(connection, { auth, trainerId: claims.trainerId, sessionId: claims.sessionId, expiresAtMs: claims.expiresAtMs });
       return true;
     },
-    onSubscribe: (ctx: WsContext, _id, payload) => {
+    onSubscribe: async (ctx: WsContext, _id, payload) => {
       // The subscription asked for is already reserved in ctx.subscriptions; queues count too,
       // since a client reusing an id while its first subscribe is pending leaves one untracked there.
       const { connection } = ctx.extra;
@@ -232,6 +240,21 @@ export function registerSubscriptions(
           },
         },
       };
+      // Last, after the checks above: they must see this subscription's reservation before the next message is read.
+      const refused = await subscribes.consume(connection.key).then(
+        () => undefined,
+        (limited: RateLimiterRes) => limited,
+      );
+      if (refused) {
+        const retryAfter = Math.max(1, Math.ceil(refused.msBeforeNext / 1000));
+        const limited = new AppError(
+          'RATE_LIMITED',
+          `Too many subscriptions started on this connection; try again in ${retryAfter} s`,
+          [],
+          retryAfter,
+        );
+        return [new GraphQLError(limited.message, { originalError: limited })];
+      }
       const args: ExecutionArgs = { schema, document, operationName: payload.operationName, variableValues: variables, contextValue };
       return args;
     },
@@ -241,7 +264,7 @@ export function registerSubscriptions(
 
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     const ip = clientAddress(request);
-    const connection: Connection = { socket, ip, queues: new Set(), closed: false };
+    const connection: Connection = { key: (connectionCount += 1), socket, ip, queues: new Set(), closed: false };
     connections.add(connection);
     perAddress.set(ip, (perAddress.get(ip) ?? 0) + 1);
     socket.on('error', () => socket.terminate());

@@ -7,75 +7,14 @@ import jwt from 'jsonwebtoken';
 import { databases, listen, startTestApp, startTestInstances, TEST_JWT_SECRET, type TestApp } from '../helpers/app';
 import { createCreature, createTrainer, signIn, type TrainerFixture } from '../helpers/factories';
 import { WS_LIMITS } from '../../src/graphql/subscriptions';
-import { TcpProxy } from '../helpers/tcp-proxy';
+import { RedisServer } from '../helpers/redis-server';
+import { EVENTS, until, watch, type Watch } from '../helpers/events';
 import { gql } from '../helpers/graphql';
 
 /*
  * Creature events over GraphQL over WebSocket (graphql-ws), driven by graphql-ws's own client
  * against a listening server: what is delivered, in what order, and who is refused.
  */
-
-const EVENTS =
-  'subscription($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { kind at creature { id name level trainer { id } } } }';
-
-interface Received {
-  kind: string;
-  at: string;
-  creature: { id: string; name: string; level: number; trainer: { id: string } };
-}
-
-interface Watch {
-  events: Received[];
-  errors: { message: string; extensions?: { code?: string } }[];
-  /** Resolves with the close code when the socket closes. */
-  closed: Promise<number>;
-  client: Client;
-  /** Resolves when the server has acknowledged the subscription's connection. */
-  connected: Promise<void>;
-}
-
-function watch(origin: string, token: string | undefined, trainerId: string, query = EVENTS): Watch {
-  let onClosed!: (code: number) => void;
-  let onConnected!: () => void;
-  const closed = new Promise<number>((resolve) => (onClosed = resolve));
-  const connected = new Promise<void>((resolve) => (onConnected = resolve));
-  const client = createClient({
-    url: `${origin.replace('http', 'ws')}/graphql`,
-    webSocketImpl: WebSocket,
-    connectionParams: token === undefined ? {} : { authorization: `Bearer ${token}` },
-    retryAttempts: 0,
-    lazy: false,
-    // Closes are what these tests look at; the client would print each one.
-    onNonLazyError: () => undefined,
-    on: {
-      closed: (event) => onClosed((event as { code: number }).code),
-      connected: () => onConnected(),
-    },
-  });
-  const result: Watch = { events: [], errors: [], closed, client, connected };
-  client.subscribe<{ creatureEvents: Received }>(
-    { query, variables: { trainerId } },
-    {
-      next: (value) => {
-        if (value.data) result.events.push(value.data.creatureEvents);
-        if (value.errors) result.errors.push(...(value.errors as Watch['errors']));
-      },
-      error: (error) => {
-        if (Array.isArray(error)) result.errors.push(...(error as Watch['errors']));
-      },
-      complete: () => undefined,
-    },
-  );
-  return result;
-}
-
-async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe.each(databases)('creature events on %s', (kind) => {
   let t: TestApp;
@@ -315,6 +254,32 @@ describe('WebSocket limits', () => {
     await client.dispose();
   });
 
+  it(`answers RATE_LIMITED, with retryAfter, to subscribe messages past ${WS_LIMITS.subscribesPer10s} in 10 s on one connection`, async () => {
+    const { socket } = await rawSocket(origin);
+    const messages: { id?: string; type: string; payload?: { extensions?: { code?: string; retryAfter?: number } }[] }[] = [];
+    socket!.on('message', (data: Buffer) => messages.push(JSON.parse(data.toString('utf8')) as (typeof messages)[number]));
+    socket!.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${me.token}` } }));
+    await until(() => messages.some((m) => m.type === 'connection_ack'), 'the ack');
+    // Subscribing and ending, over and over: each start costs the server reads.
+    const before = t.app.services.events.size;
+    const payload = { query: EVENTS, variables: { trainerId: String(me.trainer.id) } };
+    for (let i = 1; i <= WS_LIMITS.subscribesPer10s; i += 1) {
+      socket!.send(JSON.stringify({ id: String(i), type: 'subscribe', payload }));
+      await until(() => t.app.services.events.size === before + 1, `subscription ${i}`);
+      socket!.send(JSON.stringify({ id: String(i), type: 'complete' }));
+      await until(() => t.app.services.events.size === before, `subscription ${i} to end`);
+    }
+    socket!.send(JSON.stringify({ id: 'one more', type: 'subscribe', payload }));
+    await until(() => messages.some((m) => m.type === 'error'), 'the refusal');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const errors = messages.filter((m) => m.type === 'error');
+    expect(errors.map((m) => [m.id, m.payload?.[0]?.extensions?.code])).toEqual([['one more', 'RATE_LIMITED']]);
+    const retryAfter = errors[0].payload![0].extensions!.retryAfter!;
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(10);
+    socket!.terminate();
+  });
+
   it(`refuses a connection past ${WS_LIMITS.connectionsPerAddress} from one address with 429, and takes one again once another closes`, async () => {
     const sockets: WebSocket[] = [];
     for (let i = 0; i < WS_LIMITS.connectionsPerAddress; i += 1) {
@@ -470,20 +435,15 @@ describe('creature events across two instances sharing MySQL and Redis', () => {
   });
 });
 
-describe('creature events while Redis goes away and comes back (Redis through a TCP proxy)', () => {
-  const redisUrl = new URL(REDIS_TEST_URL);
-  let reachable = false;
-  let proxy: TcpProxy;
+describe('creature events while Redis is killed and restarted (a private redis-server)', () => {
+  let redis: RedisServer | undefined;
   let instances: { apps: FastifyInstance[]; close(): Promise<void> } | undefined;
   const origins: string[] = [];
 
   beforeAll(async () => {
-    reachable = await redisReachable('the Redis outage events test is');
-    if (!reachable) return;
-    proxy = new TcpProxy(redisUrl.hostname, Number(redisUrl.port || 6379));
-    const proxied = new URL(redisUrl.toString());
-    proxied.port = String(await proxy.start());
-    instances = await startTestInstances('sqlite', 2, { REDIS_URL: proxied.toString(), LOG_LEVEL: 'silent' });
+    redis = await RedisServer.start('the Redis restart events test is');
+    if (!redis) return;
+    instances = await startTestInstances('sqlite', 2, { REDIS_URL: redis.url, LOG_LEVEL: 'silent' });
     for (const app of instances.apps) {
       await app.listen({ port: 0, host: '127.0.0.1' });
       origins.push(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
@@ -491,52 +451,68 @@ describe('creature events while Redis goes away and comes back (Redis through a 
   });
   afterAll(async () => {
     await instances?.close();
-    await proxy?.cut();
+    await redis?.kill();
   });
 
-  it('keeps serving and delivering its own events during the outage, and shares events again once Redis is back', async () => {
-    if (!reachable) return;
-    const [a] = instances!.apps as [FastifyInstance, FastifyInstance];
+  it('keeps serving and delivering its own events while Redis is down, and shares events both ways once it is back', async () => {
+    if (!redis) return;
+    const [a, b] = instances!.apps as [FastifyInstance, FastifyInstance];
     const owner = await createTrainer(a);
     const onA = watch(origins[0], owner.token, String(owner.trainer.id));
     const onB = watch(origins[1], owner.token, String(owner.trainer.id));
     await Promise.all([onA.connected, onB.connected]);
     await new Promise((resolve) => setTimeout(resolve, 200));
     let n = 0;
-    const create = async () => {
+    const create = async (app: FastifyInstance) => {
       n += 1;
-      const res = await a.inject({
+      const res = await app.inject({
         method: 'POST',
         url: `/trainer/${owner.trainer.id}/creature`,
         headers: { authorization: `Bearer ${owner.token}` },
         payload: { name: `Outage ${n}`, speciesId: 1 },
       });
       expect(res.statusCode).toBe(201);
+      return `Outage ${n}`;
     };
-    await create();
+    await create(a);
     await until(() => onA.events.length === 1 && onB.events.length === 1, 'the first event on both instances');
 
-    await proxy.cut();
-    await create();
-    await until(() => onA.events.length === 2, 'the outage event on instance A');
+    await redis.kill();
+    // The instance keeps answering, and its own subscribers keep hearing its writes.
+    const read = await a.inject({
+      method: 'GET',
+      url: `/trainer/${owner.trainer.id}`,
+      headers: { authorization: `Bearer ${owner.token}` },
+    });
+    expect(read.statusCode).toBe(200);
+    await create(a);
+    await until(() => onA.events.length === 2, 'the event on instance A while Redis is down');
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(onB.events).toHaveLength(1);
-    // A subscription started during the outage gets this instance's events too.
+    // A subscription started while Redis is down begins (after at most 1 s) with this instance's events.
     const late = watch(origins[0], owner.token, String(owner.trainer.id));
     await late.connected;
-    await new Promise((resolve) => setTimeout(resolve, 1200));
-    await create();
-    await until(() => late.events.length === 1, 'the event on the subscription made during the outage');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const lateName = await create(a);
+    await until(() => late.events.some((e) => e.creature.name === lateName), 'the event on the subscription made while Redis was down');
 
-    await proxy.restore();
-    // Reconnecting takes the client a moment: write until instance B hears again.
-    const deadline = Date.now() + 15_000;
-    while (onB.events.length === 1) {
-      if (Date.now() > deadline) throw new Error('instance B heard nothing after Redis came back');
-      await create();
+    await redis.restart();
+    // ioredis reconnects and follows its channels again by itself: write until B hears again.
+    const deadline = Date.now() + 20_000;
+    let fromA = '';
+    while (!onB.events.some((e) => e.creature.name === fromA)) {
+      if (Date.now() > deadline) throw new Error('instance B heard nothing from A after Redis came back');
+      fromA = await create(a);
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
-    expect(onB.events.at(-1)!.creature.name).toMatch(/^Outage \d+$/);
+    // And the other way: a write through B reaches A's subscribers.
+    const fromB = await create(b);
+    await until(() => onA.events.some((e) => e.creature.name === fromB), 'the event from B on instance A', 5000);
+    // What each subscriber got is in commit order: numbers only go up, each once.
+    for (const w of [onA, onB, late]) {
+      const numbers = w.events.map((e) => e.sequence);
+      expect(numbers).toEqual([...new Set(numbers)].sort((x, y) => x - y));
+    }
     await Promise.all([onA.client.dispose(), onB.client.dispose(), late.client.dispose()]);
   });
 });
