@@ -1,4 +1,5 @@
-import { placeholders, sqlDate, sqlInt, type Sql, type Statements } from '../db/sql';
+import { placeholders, sqlDate, sqlInt, type Sql } from '../db/sql';
+import { eventSeqOf, nextEventSeqStatements } from '../trainers/trainer.queries';
 import { Creature } from './creature.entity';
 
 /*
@@ -13,6 +14,12 @@ interface CreatureRow {
   level: number | string;
   trainerId: number | string;
   createdAt: Date | string;
+}
+
+/** A creature just written, and the number of its event among its trainer's. */
+export interface Counted {
+  readonly creature: Creature;
+  readonly seq: number;
 }
 
 /** A row to insert: the trimmed NFC name and its uniqueness key. */
@@ -57,21 +64,33 @@ function toCreature(row: Partial<CreatureRow>): Creature {
 export class CreatureQueries {
   constructor(private readonly sql: Sql) {}
 
-  /** Runs `body` in one transaction (the statements below take it as `on`); see Sql.transaction. */
-  inTransaction<T>(body: (tx: Statements) => Promise<T>): Promise<T> {
-    return this.sql.transaction(body);
-  }
-
-  /** Inserts a creature and returns it; the unique index on (trainer, name key) decides duplicates. */
-  async insert(row: NewCreatureRow, on: Statements = this.sql): Promise<Creature> {
-    const { insertId } = await on.write(
-      'INSERT INTO creature (name, name_key, species_id, level, trainer_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      [row.name, row.nameKey, row.speciesId, row.level, row.trainerId, this.sql.date(row.createdAt)],
-    );
+  /**
+   * Inserts a creature and counts its event, in one transaction; the creature and the event's
+   * number. The unique index on (trainer, name key) decides duplicates (the error is thrown).
+   */
+  async insertCounted(row: NewCreatureRow): Promise<Counted | null> {
+    const counting = nextEventSeqStatements(this.sql.isMysql, row.trainerId);
+    const [bump, inserted] = (
+      await this.sql.batch([
+        ...counting,
+        {
+          sql: 'INSERT INTO creature (name, name_key, species_id, level, trainer_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+          params: [row.name, row.nameKey, row.speciesId, row.level, row.trainerId, this.sql.date(row.createdAt)],
+        },
+      ])
+    ).slice(counting.length - 1);
+    const seq = eventSeqOf(this.sql.isMysql, bump);
+    if (seq === null) return null;
     const creature = new Creature();
-    Object.assign(creature, { id: insertId, name: row.name, speciesId: row.speciesId, level: row.level, trainerId: row.trainerId });
+    Object.assign(creature, {
+      id: inserted.insertId,
+      name: row.name,
+      speciesId: row.speciesId,
+      level: row.level,
+      trainerId: row.trainerId,
+    });
     creature.createdAt = row.createdAt;
-    return creature;
+    return { creature, seq };
   }
 
   /** A creature by id; with `trainerId`, only if that trainer owns it. */
@@ -85,23 +104,13 @@ export class CreatureQueries {
     return row ? toCreature(row) : null;
   }
 
-  /** A trainer's creature as the transaction `tx` sees it; null when the trainer has no such creature. */
-  async ownedIn(tx: Statements, id: number, trainerId: number): Promise<Creature | null> {
-    const [row] = await tx.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature WHERE id = ? AND trainer_id = ?`, [id, trainerId]);
-    return row ? toCreature(row) : null;
-  }
-
   /**
-   * Changes a creature's name (with its key) and/or level if `trainerId` owns it; whether it did
-   * (false when it was deleted meanwhile). The unique index on (trainer, name key) decides
-   * duplicates, as for inserts.
+   * Renames and/or re-levels a creature if `trainerId` owns it, and counts its event, in one
+   * transaction; the creature as it now is and the event's number, or null when the trainer has
+   * no such creature (deleted meanwhile: nothing is counted). The unique index on (trainer, name
+   * key) decides duplicates, as for inserts (the error is thrown, and nothing is counted).
    */
-  async updateOwned(
-    id: number,
-    trainerId: number,
-    change: { name?: string; nameKey?: string; level?: number },
-    on: Statements = this.sql,
-  ): Promise<boolean> {
+  async updateCounted(id: number, trainerId: number, change: { name?: string; nameKey?: string; level?: number }): Promise<Counted | null> {
     const set: string[] = [];
     const values: unknown[] = [];
     if (change.name !== undefined) {
@@ -112,19 +121,36 @@ export class CreatureQueries {
       set.push('level = ?');
       values.push(change.level);
     }
-    // mysql2 asks for found rows: an update that changes nothing still counts its row.
-    const { affected } = await on.write(`UPDATE creature SET ${set.join(', ')} WHERE id = ? AND trainer_id = ?`, [
-      ...values,
-      id,
-      trainerId,
-    ]);
-    return affected > 0;
+    const counting = nextEventSeqStatements(this.sql.isMysql, trainerId, id);
+    const [bump, , read] = (
+      await this.sql.batch([
+        ...counting,
+        { sql: `UPDATE creature SET ${set.join(', ')} WHERE id = ? AND trainer_id = ?`, params: [...values, id, trainerId] },
+        { sql: `SELECT ${COLUMNS} FROM creature WHERE id = ? AND trainer_id = ?`, params: [id, trainerId] },
+      ])
+    ).slice(counting.length - 1);
+    const seq = eventSeqOf(this.sql.isMysql, bump);
+    const row = read.rows[0] as CreatureRow | undefined;
+    return seq === null || !row ? null : { creature: toCreature(row), seq };
   }
 
-  /** Deletes a creature if `trainerId` owns it; whether it did (false when a concurrent delete won). */
-  async deleteOwned(id: number, trainerId: number, on: Statements = this.sql): Promise<boolean> {
-    const { affected } = await on.write('DELETE FROM creature WHERE id = ? AND trainer_id = ?', [id, trainerId]);
-    return affected > 0;
+  /**
+   * Deletes a creature if `trainerId` owns it, and counts its event, in one transaction; the
+   * creature as it was and the event's number, or null when the trainer has no such creature (a
+   * concurrent delete won: nothing is counted).
+   */
+  async deleteCounted(id: number, trainerId: number): Promise<Counted | null> {
+    const counting = nextEventSeqStatements(this.sql.isMysql, trainerId, id);
+    const [bump, read, deleted] = (
+      await this.sql.batch([
+        ...counting,
+        { sql: `SELECT ${COLUMNS} FROM creature WHERE id = ? AND trainer_id = ?`, params: [id, trainerId] },
+        { sql: 'DELETE FROM creature WHERE id = ? AND trainer_id = ?', params: [id, trainerId] },
+      ])
+    ).slice(counting.length - 1);
+    const seq = eventSeqOf(this.sql.isMysql, bump);
+    const row = read.rows[0] as CreatureRow | undefined;
+    return seq === null || !row || deleted.affected === 0 ? null : { creature: toCreature(row), seq };
   }
 
   /**

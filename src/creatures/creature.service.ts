@@ -5,10 +5,9 @@ import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerQueries } from '../trainers/trainer.queries';
 import type { Creature } from './creature.entity';
-import type { CreatureField, CreatureQueries } from './creature.queries';
+import type { Counted, CreatureField, CreatureQueries } from './creature.queries';
 import { CreatureEventKind, toMessage } from '../events/creature-event';
 import type { CreatureEventBus } from '../events/event-bus';
-import type { Statements } from '../db/sql';
 
 export interface NewCreature {
   readonly name: string;
@@ -24,6 +23,12 @@ export interface CreatureChange {
 
 /** The trainer was deleted after its token was checked. */
 const gone = () => new AppError('UNAUTHENTICATED', 'Your account no longer exists');
+const throwGone = (): never => {
+  throw gone();
+};
+const throwNotFound = (id: number): never => {
+  throw new AppError('NOT_FOUND', `No creature with id ${id}`);
+};
 
 /** What makes two names the same creature: trimmed, then NFKC and fully case-folded (nameKey). */
 export const creatureNameKey = (name: string): string => nameKey(normalizeText(name));
@@ -50,7 +55,7 @@ export class CreatureService {
       createdAt: new Date(),
     };
     try {
-      return await this.write(trainerId, CreatureEventKind.CREATED, (tx) => this.queries.insert(row, tx));
+      return await this.write(trainerId, CreatureEventKind.CREATED, async () => (await this.queries.insertCounted(row)) ?? throwGone());
     } catch (error) {
       if (uniqueViolation(error) !== undefined) {
         throw new AppError('DUPLICATE_CREATURE', `You already have a creature named "${name}"`, [
@@ -89,12 +94,12 @@ export class CreatureService {
     if (creature.trainerId !== viewer.id) {
       throw new AppError('FORBIDDEN', 'You can only delete your own creatures');
     }
-    return this.write(viewer.id, CreatureEventKind.DELETED, async (tx) => {
-      // Read again under the trainer's lock: the event shows the creature as it was deleted.
-      const current = await this.queries.ownedIn(tx, id, viewer.id);
-      if (!current || !(await this.queries.deleteOwned(id, viewer.id, tx))) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
-      return current;
-    });
+    // Concurrently deleted: nothing is counted (the trainer's event numbers keep no gap).
+    return this.write(
+      viewer.id,
+      CreatureEventKind.DELETED,
+      async () => (await this.queries.deleteCounted(id, viewer.id)) ?? throwNotFound(id),
+    );
   }
 
   /**
@@ -120,15 +125,13 @@ export class CreatureService {
     }
     const name = change.name === undefined ? undefined : normalizeText(change.name);
     try {
-      return await this.write(viewer.id, CreatureEventKind.UPDATED, async (tx) => {
-        const nameKey = name === undefined ? undefined : creatureNameKey(name);
-        const now = (await this.queries.updateOwned(id, viewer.id, { name, nameKey, level: change.level }, tx))
-          ? await this.queries.ownedIn(tx, id, viewer.id)
-          : null;
-        // Deleted meanwhile: rolled back, so the trainer's event numbers keep no gap.
-        if (!now) throw new AppError('NOT_FOUND', `No creature with id ${id}`);
-        return now;
-      });
+      const nameKey = name === undefined ? undefined : creatureNameKey(name);
+      // Deleted meanwhile: nothing is counted (the trainer's event numbers keep no gap).
+      return await this.write(
+        viewer.id,
+        CreatureEventKind.UPDATED,
+        async () => (await this.queries.updateCounted(id, viewer.id, { name, nameKey, level: change.level })) ?? throwNotFound(id),
+      );
     } catch (error) {
       if (uniqueViolation(error) === undefined) throw error;
       throw new AppError('DUPLICATE_CREATURE', `You already have a creature named "${name}"`, [
@@ -138,18 +141,13 @@ export class CreatureService {
   }
 
   /**
-   * One write of a trainer's creatures (`change`, in a transaction) and its event. The trainer's
-   * event counter goes up first, in the same transaction: that locks the trainer's row, so its
-   * writes commit one after the other in the order of their numbers. The event is published once
-   * the transaction has committed; a write that throws is rolled back, counter included.
+   * One write of a trainer's creatures and its event. The query counts the event in the write's
+   * own transaction (see nextEventSeqStatement), so the trainer's event numbers follow commit
+   * order; the event is published once it has committed.
    */
-  private write(trainerId: number, kind: CreatureEventKind, change: (tx: Statements) => Promise<Creature>): Promise<Creature> {
+  private write(trainerId: number, kind: CreatureEventKind, change: () => Promise<Counted>): Promise<Creature> {
     return this.events.during(trainerId, async () => {
-      const { creature, seq } = await this.queries.inTransaction(async (tx) => {
-        const next = await this.trainers.nextEventSeq(tx, trainerId);
-        if (next === null) throw gone();
-        return { creature: await change(tx), seq: next };
-      });
+      const { creature, seq } = await change();
       this.events.publish(toMessage(kind, creature, seq));
       return creature;
     });

@@ -77,6 +77,10 @@ function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): D
       maxIdle: 10,
       idleTimeout: 60_000,
       queueLimit: 500,
+      // Sql.batch sends a transaction as one multi-statement query (one round trip, so the
+      // trainer's row stays locked only while the server runs it). Every value still goes
+      // through placeholders, escaped by mysql2, so no text a client sent can start a statement.
+      multipleStatements: true,
     },
   };
 }

@@ -1,7 +1,6 @@
 import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2';
 import type { DataSource, QueryResult } from 'typeorm';
 import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
-import { AppError } from '../errors';
 import { unavailableAsAppError } from './errors';
 
 /*
@@ -38,10 +37,17 @@ export function sqlDate(value: Date | string): Date {
 /** COUNT(*) and integer columns: MySQL may answer them as strings (BIGINT), SQLite as numbers. */
 export const sqlInt = (value: number | string | bigint): number => Number(value);
 
-/** What runs statements: the Sql gateway itself, or one transaction (see Sql.transaction). */
-export interface Statements {
-  rows<T>(sql: string, params: readonly unknown[]): Promise<T[]>;
-  write(sql: string, params: readonly unknown[]): Promise<WriteResult>;
+/** One statement of a batch (see Sql.batch). */
+export interface BatchStatement {
+  readonly sql: string;
+  readonly params: readonly unknown[];
+}
+
+/** What one statement of a batch gave: its rows (SELECT, RETURNING), or what it changed. */
+export interface BatchResult {
+  readonly rows: readonly unknown[];
+  readonly affected: number;
+  readonly insertId: number;
 }
 
 export interface SqlLimits {
@@ -51,7 +57,7 @@ export interface SqlLimits {
   readonly slowMs: number;
 }
 
-export class Sql implements Statements {
+export class Sql {
   /**
    * SQLite has one connection, so a transaction on it would take in any statement issued while
    * it is open (and lose it on rollback). While one is open (`sqliteTransaction`), other
@@ -97,13 +103,24 @@ export class Sql implements Statements {
   }
 
   /**
-   * Runs `body` in one transaction: committed when it resolves, rolled back when it throws (the
-   * error is passed on). MySQL: on one pooled connection. SQLite: BEGIN IMMEDIATE, with every
-   * other statement of this process waiting until it ends.
+   * Runs `statements` as one transaction and returns what each gave; on the first error, rolls
+   * back and throws it. MySQL: one round trip (a multi-statement query framed by START
+   * TRANSACTION and COMMIT, on a connection of its own until it has ended), so the locks it takes
+   * are held for the time the server needs, not for several round trips. SQLite: BEGIN
+   * IMMEDIATE and the statements one after another, while every other statement of this process
+   * waits (one connection: a statement issued meanwhile would land inside the transaction).
    */
-  async transaction<T>(body: (tx: Statements) => Promise<T>): Promise<T> {
+  async batch(statements: readonly BatchStatement[]): Promise<BatchResult[]> {
     const pool = this.pool();
-    return pool ? this.mysqlTransaction(pool, body) : this.sqliteTransactionOf(body);
+    if (!pool) return this.sqliteBatch(statements);
+    // A deadlock rolls the whole transaction back, so it is safe to run again (twice at most).
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.mysqlBatch(pool, statements);
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'ER_LOCK_DEADLOCK' || attempt === 3) throw error;
+      }
+    }
   }
 
   private async sqliteWrite(sql: string, params: readonly unknown[]): Promise<WriteResult> {
@@ -128,68 +145,78 @@ export class Sql implements Statements {
     }
   }
 
-  private async sqliteTransactionOf<T>(body: (tx: Statements) => Promise<T>): Promise<T> {
+  private async sqliteBatch(statements: readonly BatchStatement[]): Promise<BatchResult[]> {
     while (this.sqliteTransaction) await this.sqliteTransaction;
     let end!: () => void;
     this.sqliteTransaction = new Promise<void>((resolve) => (end = resolve));
+    const runner = this.dataSource.createQueryRunner();
     try {
       if (this.sqliteUnderWay > 0) await new Promise<void>((resolve) => (this.sqliteQuiet = resolve));
       this.sqliteQuiet = undefined;
-      const tx: Statements = {
-        rows: <R>(sql: string, params: readonly unknown[]) => this.timed(sql, () => this.dataSource.query<R[]>(sql, [...params])),
-        write: (sql, params) => this.sqliteWrite(sql, params),
-      };
-      await this.timed('BEGIN IMMEDIATE', () => this.dataSource.query('BEGIN IMMEDIATE'));
-      let result: T;
+      await this.timed('BEGIN IMMEDIATE', () => runner.query('BEGIN IMMEDIATE'));
+      const results: BatchResult[] = [];
       try {
-        result = await body(tx);
+        for (const { sql, params } of statements) {
+          const result = (await this.timed(sql, () => runner.query(sql, [...params], true))) as QueryResult<unknown>;
+          // Statements that return rows (SELECT, RETURNING) give them as `raw`; the others, the new row id.
+          results.push(
+            Array.isArray(result.raw)
+              ? { rows: result.raw as unknown[], affected: result.raw.length, insertId: 0 }
+              : { rows: [], affected: result.affected ?? 0, insertId: Number(result.raw) },
+          );
+        }
       } catch (error) {
-        await this.dataSource.query('ROLLBACK').catch(() => undefined);
+        await runner.query('ROLLBACK').catch(() => undefined);
         throw error;
       }
-      await this.timed('COMMIT', () => this.dataSource.query('COMMIT'));
-      return result;
+      await this.timed('COMMIT', () => runner.query('COMMIT'));
+      return results;
     } finally {
+      await runner.release();
       this.sqliteTransaction = undefined;
       end();
     }
   }
 
-  private async mysqlTransaction<T>(pool: Pool, body: (tx: Statements) => Promise<T>): Promise<T> {
+  private async mysqlBatch(pool: Pool, statements: readonly BatchStatement[]): Promise<BatchResult[]> {
     const connection = await new Promise<PoolConnection>((resolve, reject) =>
       pool.getConnection((error, got) => (error ? reject(unavailableAsAppError(error)) : resolve(got))),
     );
-    let healthy = true;
-    const run = async <R>(sql: string, params: readonly unknown[]): Promise<R> => {
-      try {
-        return await this.onConnection<R>(connection, sql, params);
-      } catch (error) {
-        // A cut or timed-out connection does not go back to the pool.
-        if (error instanceof AppError ? error.code === 'SERVICE_UNAVAILABLE' : (error as { fatal?: boolean }).fatal) healthy = false;
-        throw error;
-      }
-    };
-    const tx: Statements = {
-      rows: <R>(sql: string, params: readonly unknown[]) => run<R[]>(sql, params),
-      write: async (sql, params) => {
-        const header = await run<ResultSetHeader>(sql, params);
-        return { affected: header.affectedRows, insertId: header.insertId };
-      },
-    };
+    const logger = this.dataSource.logger;
+    for (const { sql } of statements) logger.logQuery(sql);
+    const text = ['START TRANSACTION', ...statements.map((s) => s.sql), 'COMMIT'].join(';\n');
+    const started = performance.now();
     try {
-      await run('START TRANSACTION', []);
-      let result: T;
-      try {
-        result = await body(tx);
-      } catch (error) {
-        if (healthy) await run('ROLLBACK', []).catch(() => undefined);
-        throw error;
+      const results = await new Promise<unknown[]>((resolve, reject) =>
+        connection.query({ sql: text, values: statements.flatMap((s) => s.params), timeout: this.limits.timeoutMs }, (error, answer) =>
+          error ? reject(error) : resolve(answer as unknown[]),
+        ),
+      );
+      connection.release();
+      return results
+        .slice(1, -1)
+        .map((result) =>
+          Array.isArray(result)
+            ? { rows: result, affected: result.length, insertId: 0 }
+            : { rows: [], affected: (result as ResultSetHeader).affectedRows, insertId: (result as ResultSetHeader).insertId },
+        );
+    } catch (error) {
+      // A statement failed (the rest did not run) or the connection did: never hand back a
+      // connection with a transaction open.
+      const fatal = (error as { fatal?: boolean }).fatal === true;
+      if (fatal) connection.destroy();
+      else {
+        await new Promise<void>((resolve) =>
+          connection.query('ROLLBACK', (failed) => {
+            if (failed) connection.destroy();
+            else connection.release();
+            resolve();
+          }),
+        );
       }
-      await run('COMMIT', []);
-      return result;
+      throw unavailableAsAppError(error);
     } finally {
-      if (healthy) connection.release();
-      else connection.destroy();
+      this.reportIfSlow(text, started);
     }
   }
 
@@ -215,11 +242,7 @@ export class Sql implements Statements {
     return driver instanceof MysqlDriver ? (driver.pool as Pool | undefined) : undefined;
   }
 
-  private onConnection<T>(connection: PoolConnection, sql: string, params: readonly unknown[]): Promise<T> {
-    return this.onPool<T>(connection, sql, params, false);
-  }
-
-  private onPool<T>(pool: Pool | PoolConnection, sql: string, params: readonly unknown[], prepared: boolean): Promise<T> {
+  private onPool<T>(pool: Pool, sql: string, params: readonly unknown[], prepared: boolean): Promise<T> {
     const logger = this.dataSource.logger;
     logger.logQuery(sql);
     const started = performance.now();

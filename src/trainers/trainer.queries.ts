@@ -1,5 +1,5 @@
 import { liveSessionsColumn, parseLiveSessions } from '../auth/session.queries';
-import { placeholders, sqlDate, sqlInt, type Sql, type Statements } from '../db/sql';
+import { placeholders, sqlDate, sqlInt, type BatchResult, type BatchStatement, type Sql } from '../db/sql';
 import { Team } from './team';
 
 const TEAMS = new Map<string, Team>(Object.values(Team).map((team) => [team, team]));
@@ -166,22 +166,32 @@ export class TrainerQueries {
     });
     return row ? sqlInt(row.seq) : null;
   }
+}
 
-  /**
-   * Counts one more creature event of the trainer, within the write's transaction `tx`, and
-   * returns its sequence number (null when there is no such trainer). The UPDATE locks the
-   * trainer's row until `tx` ends, so the trainer's writes commit in the order of their numbers.
-   */
-  async nextEventSeq(tx: Statements, id: number): Promise<number | null> {
-    if (this.sql.isMysql) {
-      // LAST_INSERT_ID(expr) hands the new value back in the UPDATE's own answer.
-      const { affected, insertId } = await tx.write('UPDATE trainer SET event_seq = LAST_INSERT_ID(event_seq + 1) WHERE id = ?', [id]);
-      return affected > 0 ? insertId : null;
-    }
-    const [row] = await tx.rows<{ seq: number | string }>(
-      'UPDATE trainer SET event_seq = event_seq + 1 WHERE id = ? RETURNING event_seq AS seq',
-      [id],
-    );
-    return row ? sqlInt(row.seq) : null;
+/**
+ * The statements of a creature write's batch (see CreatureQueries) that count one more creature
+ * event of the trainer, to come first in the batch; with `creatureId`, only if the trainer still
+ * has that creature. They lock the trainer's row until the batch commits, so the trainer's
+ * writes commit in the order of their numbers. eventSeqOf reads the number from what the last of
+ * them gave (null: nothing counted).
+ */
+export function nextEventSeqStatements(isMysql: boolean, trainerId: number, creatureId?: number): BatchStatement[] {
+  const guard = creatureId === undefined ? '' : ' AND EXISTS (SELECT 1 FROM creature WHERE id = ? AND trainer_id = ?)';
+  const params = creatureId === undefined ? [trainerId] : [trainerId, creatureId, trainerId];
+  if (!isMysql) {
+    // BEGIN IMMEDIATE already holds the whole database.
+    return [{ sql: `UPDATE trainer SET event_seq = event_seq + 1 WHERE id = ?${guard} RETURNING event_seq AS seq`, params }];
   }
+  return [
+    // The trainer's row first: MariaDB may read the creature in the guard before the row it
+    // updates, and two writes of one creature then deadlocked (seen under concurrent update + delete).
+    ...(creatureId === undefined ? [] : [{ sql: 'SELECT id FROM trainer WHERE id = ? FOR UPDATE', params: [trainerId] }]),
+    // LAST_INSERT_ID(expr) hands the new value back in the UPDATE's own answer.
+    { sql: `UPDATE trainer SET event_seq = LAST_INSERT_ID(event_seq + 1) WHERE id = ?${guard}`, params },
+  ];
+}
+
+export function eventSeqOf(isMysql: boolean, result: BatchResult): number | null {
+  if (result.affected === 0) return null;
+  return isMysql ? result.insertId : sqlInt((result.rows[0] as { seq: number | string }).seq);
 }

@@ -66,7 +66,7 @@ describe.each(databases)('operations endpoints and HTTP errors on %s', (kind) =>
     const nonce = /<meta name="style-nonce" content="([^"]+)">/.exec(page.body)?.[1];
     expect(page.headers['content-security-policy']).toContain(`style-src 'self' 'nonce-${nonce}'`);
     const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]).filter((a) => !a.startsWith('data:'));
-    expect(assets).toHaveLength(6);
+    expect(assets).toHaveLength(7);
     for (const asset of assets) {
       expect(asset).toMatch(/^\/graphql\/ide\//);
       const res = await t.app.inject({ method: 'GET', url: asset });

@@ -54,8 +54,8 @@ describe.each(databases)('sessions on %s', (kind) => {
   });
 });
 
-describe.each(databases)('the sessions migration on %s', (kind) => {
-  it('reverts and applies again, leaving trainers and creatures alone', async () => {
+describe.each(databases)('the sessions and event-sequence migrations on %s', (kind) => {
+  it('revert and apply again, leaving trainers and creatures alone', async () => {
     const database = await createTestDatabase(kind);
     const dataSource = createDataSource(loadDatabaseConfig({ DATABASE_URL: database.url }));
     const tables = async () => {
@@ -66,14 +66,24 @@ describe.each(databases)('the sessions migration on %s', (kind) => {
       );
       return rows.map((row) => row.name).sort();
     };
+    const eventSeq = async () =>
+      (await dataSource.query<{ seq: number | string }[]>('SELECT event_seq AS seq FROM trainer')).map((row) => Number(row.seq));
     try {
       await dataSource.initialize();
       await runMigrations(dataSource);
+      await dataSource.query(
+        "INSERT INTO trainer (nickname, nickname_key, first_name, last_name, email, password_hash, team, created_at, event_seq) VALUES ('mig', 'mig', 'A', 'B', 'mig@example.com', 'x', 'VALOR', '2026-01-01 00:00:00.000', 7)",
+      );
       expect(await tables()).toEqual(['trainer', 'trainer_session']);
+      // The newest first: the event sequence, then the sessions.
+      await dataSource.undoLastMigration();
+      await expect(eventSeq()).rejects.toThrow();
       await dataSource.undoLastMigration();
       expect(await tables()).toEqual(['trainer']);
       await runMigrations(dataSource);
       expect(await tables()).toEqual(['trainer', 'trainer_session']);
+      // The trainer is still there, its count of events started again from 0.
+      expect(await eventSeq()).toEqual([0]);
     } finally {
       await dataSource.destroy();
       await database.drop();
