@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createConnection } from 'mysql2/promise';
 import { renderAbuse, runAbuse } from './abuse';
+import { renderEvents, runEvents } from './events';
 import { renderChart, renderMarkdown, renderTable, type CaseResult, type Report } from './report';
 import { BENCH_PASSWORD, seed } from './seed';
 
@@ -36,6 +37,13 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     // Only the abuse section (bench/abuse.ts): what anonymous attackers cost.
     abuse: { type: 'boolean', default: false },
+    // Only the live events section (bench/events.ts): two instances, MySQL and Redis, 1,000 subscribers.
+    events: { type: 'boolean', default: false },
+    'redis-url': { type: 'string' },
+    // With --events: write each instance's CPU profile (node --cpu-prof) into this folder.
+    'cpu-prof': { type: 'string' },
+    subscribers: { type: 'string' },
+    rate: { type: 'string' },
   },
 });
 
@@ -72,6 +80,8 @@ async function databaseUrl(): Promise<{ url: string; seeded: boolean }> {
       // Creatures the create/delete case left when it was cut off between a create and its
       // delete (named b<hex>; the seed's are "Creature n"): without them the sizes match again.
       await admin.query(`DELETE FROM \`${name}\`.creature WHERE trainer_id = 1 AND name LIKE 'b%'`).catch(() => undefined);
+      // And those of the events section (named ev-...), were it cut off the same way.
+      await admin.query(`DELETE FROM \`${name}\`.creature WHERE name LIKE 'ev-%'`).catch(() => undefined);
       const [rows] = await admin
         .query(`SELECT (SELECT COUNT(*) FROM \`${name}\`.trainer) AS t, (SELECT COUNT(*) FROM \`${name}\`.creature) AS c`)
         .catch(() => [[{ t: -1, c: -1 }]] as const);
@@ -498,8 +508,64 @@ async function abuseSection(servers: Servers): Promise<void> {
   log(`wrote ${join(options.out, `${stamp}.{json,md}`)}`);
 }
 
+/**
+ * `--events`: two instances of the service (as `npm start` runs it) on the bench database and one
+ * Redis, measured by bench/events.ts; printed and written as bench/results/<timestamp>-events.{md,json}.
+ */
+async function eventsSection(url: string): Promise<void> {
+  const redisUrl = args['redis-url'] ?? process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const startScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const nodeFlags = startScript.split(/\s+/).filter((word) => word.startsWith('--'));
+  const first = 4600 + Math.floor(Math.random() * 300);
+  const instances = [first, first + 1].map((port, i) => ({
+    base: `http://127.0.0.1:${port}`,
+    process: start(
+      [...nodeFlags, ...(args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args['cpu-prof'])}`] : []), 'dist/src/main.js'],
+      {
+        NODE_ENV: 'production',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_URL: url,
+        REDIS_URL: redisUrl,
+        JWT_SECRET,
+        LOG_LEVEL: 'warn',
+        // The run signs in 100 trainers from one address.
+        LOGIN_IP_PER_MINUTE: '100000',
+      },
+      `instance ${i === 0 ? 'A' : 'B'}`,
+    ),
+  }));
+  try {
+    for (const instance of instances) await waitFor(`${instance.base}/readyz`, instance.process);
+    const report = await runEvents({
+      bases: instances.map((i) => i.base),
+      pids: instances.map((i) => i.process.pid!),
+      trainers: options.trainers,
+      duration: Number(args.duration ?? 20),
+      subscribers: Number(args.subscribers ?? 1000),
+      rate: Number(args.rate ?? 100),
+      log,
+      memory,
+    });
+    const when = new Date().toISOString();
+    const stamp = `${when.replace(/[:.]/g, '-')}-events`;
+    const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+    const table = renderEvents(report);
+    writeFileSync(join(options.out, `${stamp}.json`), `${JSON.stringify({ when, machine, report }, null, 2)}\n`);
+    writeFileSync(join(options.out, `${stamp}.md`), `# Live events, ${when}\n\n${machine}\n\n${table}\n`);
+    process.stdout.write(`${table}\n`);
+    log(`wrote ${join(options.out, `${stamp}.{json,md}`)}`);
+  } finally {
+    for (const instance of instances) instance.process.kill('SIGTERM');
+  }
+}
+
 async function main(): Promise<void> {
   const { url, seedSeconds } = await prepareDatabase();
+  if (args.events) {
+    await eventsSection(url);
+    return;
+  }
   const servers = await startServers(url);
   try {
     if (args.abuse) {
