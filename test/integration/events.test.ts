@@ -188,12 +188,12 @@ function rawSocket(origin: string, headers: Record<string, string> = {}): Promis
   });
 }
 
-describe('WebSocket limits', () => {
+describe.each(databases)('WebSocket limits on %s', (kind) => {
   let t: TestApp;
   let origin: string;
   let me: TrainerFixture;
   beforeAll(async () => {
-    t = await startTestApp('sqlite', { CORS_ORIGINS: 'https://app.example.com' });
+    t = await startTestApp(kind, { CORS_ORIGINS: 'https://app.example.com' });
     origin = await listen(t);
     me = await createTrainer(t.app);
   });
@@ -374,7 +374,7 @@ describe('WebSocket limits', () => {
   });
 
   it('closes open sockets with 1001 when the app closes (SIGTERM)', async () => {
-    const closing = await startTestApp('sqlite');
+    const closing = await startTestApp(kind);
     const closingOrigin = await listen(closing);
     const who = await createTrainer(closing.app);
     const w = watch(closingOrigin, who.token, String(who.trainer.id));
@@ -435,7 +435,7 @@ describe('creature events across two instances sharing MySQL and Redis', () => {
   });
 });
 
-describe('creature events while Redis is killed and restarted (a private redis-server)', () => {
+describe.each(databases)('creature events while Redis is killed and restarted (a private redis-server), on %s', (kind) => {
   let redis: RedisServer | undefined;
   let instances: { apps: FastifyInstance[]; close(): Promise<void> } | undefined;
   const origins: string[] = [];
@@ -443,7 +443,7 @@ describe('creature events while Redis is killed and restarted (a private redis-s
   beforeAll(async () => {
     redis = await RedisServer.start('the Redis restart events test is');
     if (!redis) return;
-    instances = await startTestInstances('sqlite', 2, { REDIS_URL: redis.url, LOG_LEVEL: 'silent' });
+    instances = await startTestInstances(kind, 2, { REDIS_URL: redis.url, LOG_LEVEL: 'silent' });
     for (const app of instances.apps) {
       await app.listen({ port: 0, host: '127.0.0.1' });
       origins.push(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
