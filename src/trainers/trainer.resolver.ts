@@ -20,6 +20,7 @@ import type { GraphQLContext } from '../graphql/context';
 import { selectedFieldNames, selectsField } from '../graphql/selection';
 import { isCreatureField, type CreatureField } from '../creatures/creature.queries';
 import { Viewer } from '../graphql/viewer.decorator';
+import { withArgs, type FieldResolvers } from '../graphql/field-resolvers';
 import { TrainerPage } from './trainer-page.type';
 import { NicknameArgs, TrainersArgs } from './trainer-filter';
 import { Trainer } from './trainer.entity';
@@ -124,4 +125,21 @@ export class TrainerPageResolver {
   totalCount(@Root() page: TrainerPage): number {
     return page.total();
   }
+}
+
+/**
+ * The per-trainer fields of a page, resolved without type-graphql's per-call wrapper (see
+ * installFieldResolvers), by the methods above.
+ */
+export function trainerFieldResolvers(): FieldResolvers {
+  const trainers = new TrainerResolver();
+  const pages = new TrainerPageResolver();
+  return {
+    Trainer: {
+      email: (trainer: Trainer, _args, ctx) => trainers.email(trainer, ctx),
+      creaturesOwned: (trainer: Trainer, _args, ctx) => trainers.creaturesOwned(trainer, ctx),
+      creatures: withArgs(PageArgs, (trainer: Trainer, page, ctx, info) => trainers.creatures(trainer, page, ctx, info)),
+    },
+    TrainerPage: { totalCount: (page: TrainerPage) => pages.totalCount(page) },
+  };
 }

@@ -74,6 +74,25 @@ describe.each(databases)('the compiled executor on %s', (kind) => {
     expect(answers[2]).toEqual(answers[0]);
   });
 
+  // Trainer.creatures has a plain resolver of its own (src/graphql/field-resolvers.ts): its
+  // arguments are checked there, each time, whether valid ones were seen before or not.
+  it.each([
+    ['limit', 'creatures(limit: 0)'],
+    ['limit', 'creatures(limit: 101)'],
+    ['offset', 'creatures(offset: -1)'],
+  ])('refuses a nested field’s bad argument (%s) with its code, path and field every time: %s', async (field, selection) => {
+    const valid = await thrice(`query { me { creatures(limit: 2) { name } } }`);
+    expect(valid.map((answer) => answer.data)).toEqual(Array(3).fill({ me: { creatures: [{ name: 'Ada' }, { name: 'Bo' }] } }));
+    const answers = await thrice(`query { me { id ${selection} { id } } }`);
+    expect(answers[0].data).toBeNull();
+    expect(answers[0].errors?.[0]).toMatchObject({
+      path: ['me', 'creatures'],
+      extensions: { code: 'BAD_USER_INPUT', fields: [{ field }] },
+    });
+    expect(answers[1]).toEqual(answers[0]);
+    expect(answers[2]).toEqual(answers[0]);
+  });
+
   it('runs the operation the request names, in a document of several', async () => {
     const query = 'query A { me { id } } query B { me { nickname } }';
     const rounds = Array.from({ length: SENT }, () => [
