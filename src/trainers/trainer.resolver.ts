@@ -1,4 +1,4 @@
-import type { GraphQLResolveInfo } from 'graphql';
+import { getArgumentValues, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql';
 import {
   Args,
   Authorized,
@@ -17,10 +17,11 @@ import { IdArgs, PageArgs } from '../common/args';
 import { parseId } from '../common/validation';
 import { Creature } from '../creatures/creature.entity';
 import type { GraphQLContext } from '../graphql/context';
-import { selectedFieldNames, selectsField } from '../graphql/selection';
+import { onlyNestedField, selectedFieldNames, selectedNames, selectsField } from '../graphql/selection';
+import type { CreaturePageRequest } from '../graphql/loaders';
 import { isCreatureField, type CreatureField } from '../creatures/creature.queries';
 import { Viewer } from '../graphql/viewer.decorator';
-import { withArgs, type FieldResolvers } from '../graphql/field-resolvers';
+import { checkArguments, withArgs, type FieldResolvers } from '../graphql/field-resolvers';
 import { TrainerPage } from './trainer-page.type';
 import { NicknameArgs, TrainersArgs } from './trainer-filter';
 import { Trainer } from './trainer.entity';
@@ -31,13 +32,41 @@ const creatureFieldLists = new WeakMap<ReadonlySet<string>, CreatureField[]>();
 
 /** The creature properties a `creatures` field selects (its `trainer` field reads trainerId, always read). */
 function creatureFields(info: GraphQLResolveInfo): CreatureField[] {
-  const names = selectedFieldNames(info);
+  return creatureFieldsOf(selectedFieldNames(info));
+}
+
+function creatureFieldsOf(names: ReadonlySet<string>): CreatureField[] {
   let fields = creatureFieldLists.get(names);
   if (!fields) {
     fields = [...names].filter(isCreatureField).sort();
     creatureFieldLists.set(names, fields);
   }
   return fields;
+}
+
+/**
+ * The creature pages a page of trainers will ask for, when the document selects
+ * `items { creatures(...) }` once, without directives, with valid arguments: they are then read
+ * at the same time as the trainers (Loaders.trainerPage). Otherwise undefined, and each
+ * `creatures` field reads (and checks its arguments) on its own.
+ */
+async function creaturesToReadAhead(info: GraphQLResolveInfo): Promise<CreaturePageRequest | undefined> {
+  const node = onlyNestedField(info, 'items', 'creatures');
+  if (!node) return undefined;
+  const field = (info.schema.getType('Trainer') as GraphQLObjectType).getFields().creatures;
+  let args: PageArgs;
+  try {
+    args = Object.assign(new PageArgs(), getArgumentValues(field, node, info.variableValues));
+  } catch {
+    return undefined;
+  }
+  try {
+    await checkArguments(args);
+  } catch {
+    // The field itself reports them, with its path.
+    return undefined;
+  }
+  return { limit: args.limit, offset: args.offset, fields: creatureFieldsOf(selectedNames([node], info.fragments)) };
 }
 
 const countRegistration: MiddlewareFn<GraphQLContext> = async ({ context }, next) => {
@@ -62,7 +91,7 @@ export class TrainerResolver {
 
   @Authorized()
   @Query(() => TrainerPage, { description: 'A page of trainers. limit 1..100, offset >= 0.' })
-  trainers(
+  async trainers(
     @Args() { limit, offset, after, filter }: TrainersArgs,
     @Ctx() ctx: GraphQLContext,
     @Info() info: GraphQLResolveInfo,
@@ -71,6 +100,7 @@ export class TrainerResolver {
       withCounts: selectsField(info, 'items', 'creaturesOwned'),
       after,
       filter: { ...filter },
+      creatures: await creaturesToReadAhead(info),
     });
   }
 
@@ -114,7 +144,7 @@ export class TrainerResolver {
     @Args() { limit, offset }: PageArgs,
     @Ctx() ctx: GraphQLContext,
     @Info() info: GraphQLResolveInfo,
-  ): Promise<Creature[]> {
+  ): Creature[] | Promise<Creature[]> {
     return ctx.loaders.creaturePage(trainer.id, limit, offset, creatureFields(info));
   }
 }

@@ -174,7 +174,7 @@ export class TrainerService {
   async page(
     limit: number,
     offset: number,
-    { withCounts = false, after, filter = {} }: TrainerPageOptions = {},
+    { withCounts = false, after, filter = {}, alongside }: TrainerPageOptions = {},
   ): Promise<TrainerPageResult> {
     if (after !== undefined && offset !== 0) {
       throw new AppError('BAD_USER_INPUT', 'With after, offset must be 0', [{ field: 'offset', message: 'must be 0 when after is given' }]);
@@ -184,7 +184,8 @@ export class TrainerService {
     const ids = this.index.pageIds(limit, offset, afterId, filter);
     const pageIds = ids.slice(0, limit);
     // A trainer removed by plain SQL since this process started is left out (see TrainerIndex).
-    const items = (await this.pageTrainers(pageIds, withCounts)).filter((trainer): trainer is Trainer => trainer !== null);
+    const [found] = await Promise.all([this.pageTrainers(pageIds, withCounts), alongside?.(pageIds)]);
+    const items = found.filter((trainer): trainer is Trainer => trainer !== null);
     const nextCursor = ids.length > limit ? this.cursors.encode(pageIds[pageIds.length - 1]) : null;
     return { items, limit, offset, nextCursor, total: () => this.index.count(filter) };
   }
@@ -248,6 +249,11 @@ export interface TrainerPageOptions {
   /** A nextCursor from an earlier page. */
   readonly after?: string;
   readonly filter?: TrainerConditions;
+  /**
+   * A read about the page's trainers made at the same time as the trainers' own (their creatures,
+   * when the query asks for them): its ids are known from the index before any row is read.
+   */
+  readonly alongside?: (ids: readonly number[]) => Promise<unknown>;
 }
 
 export interface TrainerPageResult extends Page<Trainer> {

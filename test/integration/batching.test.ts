@@ -55,6 +55,81 @@ describe.each(databases)('relation batching on %s', (kind) => {
     for (const item of res.data!.trainers.items) expect(item.creatures.length).toBe(Math.min(2, item.creaturesOwned));
   });
 
+  // A page that selects items { creatures(...) } once reads the creatures at the same time as the
+  // trainers (Loaders.trainerPage); other shapes read them per field. Either way each trainer's
+  // creatures must be what its own trainer(id) { creatures } says.
+  describe('the creatures of a page, read ahead or per field', () => {
+    type Creatures = { id?: string; name?: string }[];
+    const own = async (id: string, limit: number, offset: number): Promise<Creatures> => {
+      const res = await gql<{ trainer: { creatures: Creatures } }>(
+        t.app,
+        'query($id: ID!, $l: Int!, $o: Int!) { trainer(id: $id) { creatures(limit: $l, offset: $o) { id name } } }',
+        { id, l: limit, o: offset },
+        viewer.token,
+      );
+      return res.data!.trainer.creatures;
+    };
+
+    it.each([
+      ['literal arguments', 'query { trainers(limit: 12, offset: 3) { items { id creatures(limit: 2, offset: 1) { id name } } } }', {}],
+      [
+        'variables',
+        'query($l: Int!, $o: Int) { trainers(limit: 12, offset: 3) { items { id creatures(limit: $l, offset: $o) { id name } } } }',
+        { l: 2, o: 1 },
+      ],
+      [
+        'an alias in a fragment',
+        'query { trainers(limit: 12, offset: 3) { ...P } } fragment P on TrainerPage { items { id c: creatures(limit: 2, offset: 1) { name id } } }',
+        {},
+      ],
+      [
+        'an @include',
+        'query($yes: Boolean!) { trainers(limit: 12, offset: 3) { items { id creatures(limit: 2, offset: 1) @include(if: $yes) { id name } } } }',
+        { yes: true },
+      ],
+    ])('answers each trainer with its own creatures: %s', async (_shape, query, variables) => {
+      const res = await gql<{ trainers: { items: { id: string; creatures?: Creatures; c?: Creatures }[] } }>(
+        t.app,
+        query,
+        variables,
+        viewer.token,
+      );
+      expect(res.errors).toBeUndefined();
+      const items = res.data!.trainers.items;
+      expect(items).toHaveLength(12);
+      for (const item of items) expect(item.creatures ?? item.c).toEqual(await own(item.id, 2, 1));
+      expect(items.some((item) => (item.creatures ?? item.c)!.length > 0)).toBe(true);
+    });
+
+    it('answers two creatures fields of different pages, and leaves out one whose @include is false', async () => {
+      const res = await gql<{ trainers: { items: { id: string; a: Creatures; b: Creatures; creatures?: Creatures }[] } }>(
+        t.app,
+        'query($no: Boolean!) { trainers(limit: 8) { items { id a: creatures(limit: 1) { id } b: creatures(limit: 3, offset: 1) { id name } creatures @include(if: $no) { id } } } }',
+        { no: false },
+        viewer.token,
+      );
+      expect(res.errors).toBeUndefined();
+      for (const item of res.data!.trainers.items) {
+        expect(item.a).toEqual((await own(item.id, 1, 0)).map(({ id }) => ({ id })));
+        expect(item.b).toEqual(await own(item.id, 3, 1));
+        expect(item).not.toHaveProperty('creatures');
+      }
+    });
+
+    it('refuses a bad page of creatures with BAD_USER_INPUT at the field, read ahead or not', async () => {
+      for (const query of [
+        'query { trainers(limit: 3) { items { id creatures(limit: 101) { id } } } }',
+        'query($l: Int!) { trainers(limit: 3) { items { id creatures(limit: $l) { id } } } }',
+      ]) {
+        const res = await gql(t.app, query, { l: 0 }, viewer.token);
+        expect(res.errors?.[0]).toMatchObject({
+          path: ['trainers', 'items', 0, 'creatures'],
+          extensions: { code: 'BAD_USER_INPUT', fields: [{ field: 'limit' }] },
+        });
+      }
+    });
+  });
+
   it('reads trainer(id) with creaturesOwned and checks the caller in one statement', async () => {
     const { trainer } = await createTrainer(t.app);
     await createCreature(t.app, trainer.id, { name: 'one' });
