@@ -45,7 +45,7 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     redis,
     delay,
   });
-  const trainers = new TrainerService(trainerQueries, creatureQueries, hasher, throttle, new CursorCodec(config.jwtSecret, 'trainers'));
+  const trainers = new TrainerService(trainerQueries, hasher, throttle, new CursorCodec(config.jwtSecret, 'trainers'));
   const sessions = new SessionService(new SessionQueries(sql), config.refreshTtlSeconds);
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
   return { trainers, creatures, auth, sessions, events, hasher };

@@ -69,7 +69,7 @@ export class CreatureQueries {
    * number. The unique index on (trainer, name key) decides duplicates (the error is thrown).
    */
   async insertCounted(row: NewCreatureRow): Promise<Counted | null> {
-    const counting = nextEventSeqStatements(this.sql.isMysql, row.trainerId);
+    const counting = nextEventSeqStatements(this.sql.isMysql, row.trainerId, undefined, 1);
     const [bump, inserted] = (
       await this.sql.batch([
         ...counting,
@@ -140,7 +140,7 @@ export class CreatureQueries {
    * concurrent delete won: nothing is counted).
    */
   async deleteCounted(id: number, trainerId: number): Promise<Counted | null> {
-    const counting = nextEventSeqStatements(this.sql.isMysql, trainerId, id);
+    const counting = nextEventSeqStatements(this.sql.isMysql, trainerId, id, -1);
     const [bump, read, deleted] = (
       await this.sql.batch([
         ...counting,
@@ -185,16 +185,5 @@ export class CreatureQueries {
       byTrainer.get(creature.trainerId)?.push(creature);
     }
     return trainerIds.map((id) => byTrainer.get(id)!);
-  }
-
-  /** How many creatures each trainer owns, in one statement (0 for those with none). */
-  async countsByTrainer(trainerIds: readonly number[]): Promise<number[]> {
-    if (trainerIds.length === 0) return [];
-    const rows = await this.sql.rows<{ trainerId: number | string; n: number | string }>(
-      `SELECT trainer_id AS trainerId, COUNT(*) AS n FROM creature WHERE trainer_id IN (${placeholders(trainerIds.length)}) GROUP BY trainer_id`,
-      trainerIds,
-    );
-    const counts = new Map(rows.map((row) => [sqlInt(row.trainerId), sqlInt(row.n)]));
-    return trainerIds.map((id) => counts.get(id) ?? 0);
   }
 }

@@ -155,12 +155,11 @@ export class CreatureService {
 
   /** One page of a trainer's creatures with their total; NOT_FOUND when there is no such trainer. */
   async pageOfTrainer(trainerId: number, limit: number, offset: number): Promise<Page<Creature> & { totalCount: number }> {
-    const [[items = []], [totalCount = 0], exists] = await Promise.all([
+    const [[items = []], totalCount] = await Promise.all([
       this.queries.pagesForTrainers([trainerId], limit, offset),
-      this.queries.countsByTrainer([trainerId]),
-      this.trainers.exists(trainerId),
+      this.trainers.creaturesOwned(trainerId),
     ]);
-    if (!exists) throw new AppError('NOT_FOUND', `No trainer with id ${trainerId}`);
+    if (totalCount === null) throw new AppError('NOT_FOUND', `No trainer with id ${trainerId}`);
     return { items, totalCount, limit, offset };
   }
 

@@ -47,8 +47,12 @@ export class Trainer {
   @Column({ name: 'password_hash', type: 'varchar', length: 255, select: false })
   passwordHash!: string;
 
-  /** How many creatures it owns, when the statement that read it counted them (not a column). */
+  /** How many creatures it owns, when the statement that read it asked (the creatures_owned column). */
   creaturesOwned?: number;
+
+  /** The creatures_owned column: kept by every creature create and delete (see nextEventSeqStatements). */
+  @Column({ name: 'creatures_owned', type: 'int', default: 0, select: false })
+  creatureCount!: number;
 
   @Field(() => Team)
   @Column({ type: 'varchar', length: 8 })

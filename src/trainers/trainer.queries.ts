@@ -36,8 +36,8 @@ export interface NewTrainerRow {
 }
 
 const COLUMNS = 't.id, t.nickname, t.first_name AS firstName, t.last_name AS lastName, t.email, t.team, t.created_at AS createdAt';
-/** Counted through the (trainer_id) index: only that trainer's index entries are read. */
-const CREATURE_COUNT = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id)';
+/** Kept by every creature create and delete (see nextEventSeqStatements), recounted at start (recountCreatures). */
+const CREATURE_COUNT = 't.creatures_owned';
 
 /** Trainers read by id, and the open sessions of those asked about (the callers). */
 export interface TrainersById {
@@ -78,29 +78,22 @@ export class TrainerQueries {
   }
 
   /**
-   * Trainers by id, with the creature count of those in `countFor` from the same statement, and
+   * Trainers by id, with their creature counts when `withCounts`, and
    * the open sessions of those in `callers` (the caller check: a logged-out session's access
    * tokens stop working without a statement of their own).
    * Prepared only while the lists are short: a request alone (its caller and one trainer) keeps
    * to a few statement shapes, while merged batches, whose lists have any length, would fill each
    * connection's prepared-statement cache with shapes used once.
    */
-  async byIds(ids: readonly number[], countFor: readonly number[], callers: readonly number[] = []): Promise<TrainersById> {
-    // Every trainer counted (a page): no CASE, whose IN list the database would test on each row.
-    const countAll = countFor.length > 0 && countFor.length === ids.length && countFor.every((id, i) => id === ids[i]);
-    const counted =
-      countFor.length === 0
-        ? ''
-        : countAll
-          ? `, ${CREATURE_COUNT} AS creaturesOwned`
-          : `, CASE WHEN t.id IN (${placeholders(countFor.length)}) THEN ${CREATURE_COUNT} END AS creaturesOwned`;
+  async byIds(ids: readonly number[], withCounts: boolean, callers: readonly number[] = []): Promise<TrainersById> {
+    const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
     const live = callers.length === 0 ? '' : `, ${liveSessionsColumn(callers.length)} AS liveSessions`;
-    const params = [...(countAll ? [] : countFor), ...callers, ...(callers.length === 0 ? [] : [this.sql.date(new Date())]), ...ids];
+    const params = [...callers, ...(callers.length === 0 ? [] : [this.sql.date(new Date())]), ...ids];
     const rows = await this.sql.rows<TrainerRow>(
       `SELECT ${COLUMNS}${counted}${live} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
       params,
       {
-        prepared: ids.length + countFor.length + callers.length <= 5,
+        prepared: ids.length + callers.length <= 5,
       },
     );
     const trainers = new Map<number, Trainer>();
@@ -155,8 +148,24 @@ export class TrainerQueries {
     return row ? toTrainer(row) : null;
   }
 
-  async exists(id: number): Promise<boolean> {
-    return (await this.sql.rows('SELECT 1 AS found FROM trainer WHERE id = ?', [id], { prepared: true })).length > 0;
+  /** The creatures_owned of each trainer, in one statement (0 for a trainer that does not exist). */
+  async creatureCounts(ids: readonly number[]): Promise<number[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.sql.rows<{ id: number | string; n: number | string }>(
+      `SELECT id, creatures_owned AS n FROM trainer WHERE id IN (${placeholders(ids.length)})`,
+      ids,
+      { prepared: ids.length === 1 },
+    );
+    const counts = new Map(rows.map((row) => [sqlInt(row.id), sqlInt(row.n)]));
+    return ids.map((id) => counts.get(id) ?? 0);
+  }
+
+  /** How many creatures the trainer owns; null when there is no such trainer. */
+  async creaturesOwned(id: number): Promise<number | null> {
+    const [row] = await this.sql.rows<{ n: number | string }>('SELECT creatures_owned AS n FROM trainer WHERE id = ?', [id], {
+      prepared: true,
+    });
+    return row ? sqlInt(row.n) : null;
   }
 
   /** The sequence number of the trainer's last creature event; null when there is no such trainer. */
@@ -173,21 +182,30 @@ export class TrainerQueries {
  * event of the trainer, to come first in the batch; with `creatureId`, only if the trainer still
  * has that creature. They lock the trainer's row until the batch commits, so the trainer's
  * writes commit in the order of their numbers. eventSeqOf reads the number from what the last of
- * them gave (null: nothing counted).
+ * them gave (null: nothing counted). `owned` (+1 for a create, -1 for a delete) changes the
+ * trainer's creatures_owned in the same transaction: it stays the number of its creature rows.
  */
-export function nextEventSeqStatements(isMysql: boolean, trainerId: number, creatureId?: number): BatchStatement[] {
+export function nextEventSeqStatements(isMysql: boolean, trainerId: number, creatureId?: number, owned: -1 | 0 | 1 = 0): BatchStatement[] {
   const guard = creatureId === undefined ? '' : ' AND EXISTS (SELECT 1 FROM creature WHERE id = ? AND trainer_id = ?)';
-  const params = creatureId === undefined ? [trainerId] : [trainerId, creatureId, trainerId];
+  const params = [owned, ...(creatureId === undefined ? [trainerId] : [trainerId, creatureId, trainerId])];
   if (!isMysql) {
     // BEGIN IMMEDIATE already holds the whole database.
-    return [{ sql: `UPDATE trainer SET event_seq = event_seq + 1 WHERE id = ?${guard} RETURNING event_seq AS seq`, params }];
+    return [
+      {
+        sql: `UPDATE trainer SET creatures_owned = creatures_owned + ?, event_seq = event_seq + 1 WHERE id = ?${guard} RETURNING event_seq AS seq`,
+        params,
+      },
+    ];
   }
   return [
     // The trainer's row first: MariaDB may read the creature in the guard before the row it
     // updates, and two writes of one creature then deadlocked (seen under concurrent update + delete).
     ...(creatureId === undefined ? [] : [{ sql: 'SELECT id FROM trainer WHERE id = ? FOR UPDATE', params: [trainerId] }]),
     // LAST_INSERT_ID(expr) hands the new value back in the UPDATE's own answer.
-    { sql: `UPDATE trainer SET event_seq = LAST_INSERT_ID(event_seq + 1) WHERE id = ?${guard}`, params },
+    {
+      sql: `UPDATE trainer SET creatures_owned = creatures_owned + ?, event_seq = LAST_INSERT_ID(event_seq + 1) WHERE id = ?${guard}`,
+      params,
+    },
   ];
 }
 

@@ -6,7 +6,6 @@ import type { Page } from '../common/args';
 import type { CursorCodec } from '../common/cursor';
 import type { TrainerConditions } from './trainer-filter';
 import { TrainerIndex } from './trainer-index';
-import type { CreatureQueries } from '../creatures/creature.queries';
 import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Team } from './team';
@@ -68,7 +67,6 @@ export class TrainerService {
 
   constructor(
     private readonly queries: TrainerQueries,
-    private readonly creatureQueries: CreatureQueries,
     private readonly hasher: PasswordHasher,
     private readonly throttle: LoginThrottle,
     private readonly cursors: CursorCodec,
@@ -141,10 +139,13 @@ export class TrainerService {
 
   private async readBatch(keys: readonly TrainerRead[]): Promise<(Trainer | null)[]> {
     const ids = [...new Set(keys.map((key) => key.id))];
-    const counted = [...new Set(keys.filter((key) => key.count).map((key) => key.id))];
     const callers = [...new Set(keys.filter((key) => key.session !== undefined).map((key) => key.id))];
-    // When most are to be counted (pages), all are: a count costs less than a CASE testing the list on each row.
-    const { trainers: found, liveSessions } = await this.queries.byIds(ids, counted.length * 2 >= ids.length ? ids : counted, callers);
+    // Counts are a column: read for all when any read asks (only those that asked keep theirs, below).
+    const { trainers: found, liveSessions } = await this.queries.byIds(
+      ids,
+      keys.some((key) => key.count),
+      callers,
+    );
     // A trainer object per read: requests never share one (the last read of an id takes the
     // object its row became, earlier ones a copy made before it changes), and only those that
     // asked get the count.
@@ -198,7 +199,7 @@ export class TrainerService {
    */
   private async pageTrainers(ids: readonly number[], withCounts: boolean): Promise<(Trainer | null)[]> {
     if (ids.length <= MAX_MERGED_PAGE) return Promise.all(ids.map((id) => this.reads.load({ id, count: withCounts })));
-    const { trainers } = await this.queries.byIds(ids, withCounts ? ids : []);
+    const { trainers } = await this.queries.byIds(ids, withCounts);
     return ids.map((id) => trainers.get(id) ?? null);
   }
 
@@ -207,13 +208,13 @@ export class TrainerService {
     return this.queries.byNickname(nickname, withCount);
   }
 
-  exists(id: number): Promise<boolean> {
-    return this.queries.exists(id);
+  async exists(id: number): Promise<boolean> {
+    return (await this.queries.creaturesOwned(id)) !== null;
   }
 
-  /** How many creatures each trainer owns, in one statement. */
+  /** How many creatures each trainer owns, in one statement (0 for a trainer that does not exist). */
   creatureCounts(trainerIds: readonly number[]): Promise<number[]> {
-    return this.creatureQueries.countsByTrainer(trainerIds);
+    return this.queries.creatureCounts(trainerIds);
   }
 
   /**

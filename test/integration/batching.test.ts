@@ -197,7 +197,7 @@ describe.each(databases)('relation batching on %s', (kind) => {
     expect(new Set(pages.flat()).size).toBe(15);
     // The five pages' trainers are read together: the first page, which starts the index
     // catch-up, may be read on its own, and the four that waited for it share one statement.
-    const pageReads = statements.filter((sql) => /COUNT\(\*\).* FROM trainer t WHERE t\.id IN/.test(sql));
+    const pageReads = statements.filter((sql) => /creatures_owned AS creaturesOwned.* FROM trainer t WHERE t\.id IN/.test(sql));
     expect(pageReads.length).toBeGreaterThanOrEqual(1);
     expect(pageReads.length).toBeLessThanOrEqual(2);
   });

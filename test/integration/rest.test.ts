@@ -343,7 +343,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
     const own = await createTrainer(t.app);
     await t.app.dataSource.query('ALTER TABLE creature RENAME TO creature_moved');
     try {
-      const res = await t.app.inject({ method: 'GET', url: `/trainer/${own.trainer.id}`, headers: auth(own) });
+      const res = await t.app.inject({ method: 'GET', url: `/trainer/${own.trainer.id}/creature`, headers: auth(own) });
       const body = expectProblem(res, 500, 'INTERNAL_SERVER_ERROR');
       expect(body.detail).toBe('Internal server error');
       expect(res.body).not.toMatch(/creature_moved|SELECT|SQLITE_|ER_NO_SUCH/);

@@ -54,7 +54,7 @@ describe.each(databases)('sessions on %s', (kind) => {
   });
 });
 
-describe.each(databases)('the sessions and event-sequence migrations on %s', (kind) => {
+describe.each(databases)('the sessions, event-sequence and creature-count migrations on %s', (kind) => {
   it('revert and apply again, leaving trainers and creatures alone', async () => {
     const database = await createTestDatabase(kind);
     const dataSource = createDataSource(loadDatabaseConfig({ DATABASE_URL: database.url }));
@@ -68,22 +68,35 @@ describe.each(databases)('the sessions and event-sequence migrations on %s', (ki
     };
     const eventSeq = async () =>
       (await dataSource.query<{ seq: number | string }[]>('SELECT event_seq AS seq FROM trainer')).map((row) => Number(row.seq));
+    const owned = async () =>
+      (await dataSource.query<{ n: number | string }[]>('SELECT creatures_owned AS n FROM trainer')).map((row) => Number(row.n));
     try {
       await dataSource.initialize();
       await runMigrations(dataSource);
       await dataSource.query(
         "INSERT INTO trainer (nickname, nickname_key, first_name, last_name, email, password_hash, team, created_at, event_seq) VALUES ('mig', 'mig', 'A', 'B', 'mig@example.com', 'x', 'VALOR', '2026-01-01 00:00:00.000', 7)",
       );
+      await dataSource.query(
+        "INSERT INTO creature (name, name_key, species_id, level, trainer_id, created_at) SELECT n, n, 1, 1, id, created_at FROM trainer, (SELECT 'one' AS n UNION ALL SELECT 'two') names",
+      );
       expect(await tables()).toEqual(['trainer', 'trainer_session']);
-      // The newest first: the event sequence, then the sessions.
+      // Inserted by plain SQL: counted at the next start.
+      expect(await owned()).toEqual([0]);
+      // The newest first: the creature count, the event sequence, then the sessions.
+      await dataSource.undoLastMigration();
+      await expect(owned()).rejects.toThrow();
       await dataSource.undoLastMigration();
       await expect(eventSeq()).rejects.toThrow();
       await dataSource.undoLastMigration();
       expect(await tables()).toEqual(['trainer']);
       await runMigrations(dataSource);
       expect(await tables()).toEqual(['trainer', 'trainer_session']);
-      // The trainer is still there, its count of events started again from 0.
+      // The trainer is still there, its count of events started again from 0, its creatures counted.
       expect(await eventSeq()).toEqual([0]);
+      expect(await owned()).toEqual([2]);
+      await dataSource.query('DELETE FROM creature');
+      await runMigrations(dataSource);
+      expect(await owned()).toEqual([0]);
     } finally {
       await dataSource.destroy();
       await database.drop();

@@ -3,6 +3,7 @@ import { AddTrainerIdIndex1795400000000 } from './1795400000000-AddTrainerIdInde
 import { NameRules1795500000000 } from './1795500000000-NameRules';
 import { Sessions1795600000000 } from './1795600000000-Sessions';
 import { EventSequence1795700000000 } from './1795700000000-EventSequence';
+import { CreatureCount1795800000000 } from './1795800000000-CreatureCount';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
 export const migrations = [
@@ -11,4 +12,5 @@ export const migrations = [
   NameRules1795500000000,
   Sessions1795600000000,
   EventSequence1795700000000,
+  CreatureCount1795800000000,
 ];
