@@ -70,7 +70,8 @@ export class Loaders {
   ): Promise<TrainerPageResult> {
     const alongside = creatures && ((ids: readonly number[]) => this.readCreaturesAhead(ids, creatures));
     const page = await this.services.trainers.page(limit, offset, { ...options, alongside });
-    for (const trainer of page.items) this.trainers.prime(trainer.id, trainer);
+    // Trainers read whole serve Creature.trainer too; those read in part would answer it wrong.
+    if (!page.partial) for (const trainer of page.items) this.trainers.prime(trainer.id, trainer);
     return page;
   }
 

@@ -10,15 +10,15 @@ import { Trainer } from './trainer.entity';
  * trainers. A new column touches this file, the entity and a migration.
  */
 
-/** A trainer as the reads select it (everything but the password hash). */
+/** A trainer as the reads select it (everything but the password hash, or the fields asked for). */
 interface TrainerRow {
   id: number | string;
-  nickname: string;
-  firstName: string;
-  lastName: string;
-  email: string;
-  team: Team;
-  createdAt: Date | string;
+  nickname?: string;
+  firstName?: string;
+  lastName?: string;
+  email?: string;
+  team?: Team;
+  createdAt?: Date | string;
   creaturesOwned?: number | string | null;
   liveSessions?: string | Buffer | null;
 }
@@ -36,6 +36,21 @@ export interface NewTrainerRow {
 }
 
 const COLUMNS = 't.id, t.nickname, t.first_name AS firstName, t.last_name AS lastName, t.email, t.team, t.created_at AS createdAt';
+
+/** Each readable property of a trainer as a column (besides the id, always read). */
+const COLUMN_OF = {
+  nickname: 't.nickname',
+  firstName: 't.first_name AS firstName',
+  lastName: 't.last_name AS lastName',
+  email: 't.email',
+  team: 't.team',
+  createdAt: 't.created_at AS createdAt',
+} as const;
+
+/** A property of a trainer that a read can leave out. */
+export type TrainerField = keyof typeof COLUMN_OF;
+
+export const isTrainerField = (name: string): name is TrainerField => Object.hasOwn(COLUMN_OF, name);
 /** Kept by every creature create and delete (see nextEventSeqStatements), recounted at start (recountCreatures). */
 const CREATURE_COUNT = 't.creatures_owned';
 
@@ -51,16 +66,16 @@ export interface IndexRow {
   readonly team: Team;
 }
 
-/** A trainer, with `creaturesOwned` when the statement counted them. */
+/** A trainer with the properties its row holds, and `creaturesOwned` when the statement read it. */
 function toTrainer(row: TrainerRow): Trainer {
   const trainer = new Trainer();
   trainer.id = sqlInt(row.id);
-  trainer.nickname = row.nickname;
-  trainer.firstName = row.firstName;
-  trainer.lastName = row.lastName;
-  trainer.email = row.email;
-  trainer.team = row.team;
-  trainer.createdAt = sqlDate(row.createdAt);
+  if (row.nickname !== undefined) trainer.nickname = row.nickname;
+  if (row.firstName !== undefined) trainer.firstName = row.firstName;
+  if (row.lastName !== undefined) trainer.lastName = row.lastName;
+  if (row.email !== undefined) trainer.email = row.email;
+  if (row.team !== undefined) trainer.team = row.team;
+  if (row.createdAt !== undefined) trainer.createdAt = sqlDate(row.createdAt);
   if (row.creaturesOwned !== null && row.creaturesOwned !== undefined) trainer.creaturesOwned = sqlInt(row.creaturesOwned);
   return trainer;
 }
@@ -78,19 +93,27 @@ export class TrainerQueries {
   }
 
   /**
-   * Trainers by id, with their creature counts when `withCounts`, and
+   * Trainers by id, with their creature counts when `withCounts`, only the properties in `fields`
+   * when given (a page of 100 that shows ids and counts: no names, emails or dates to send and
+   * parse), and
    * the open sessions of those in `callers` (the caller check: a logged-out session's access
    * tokens stop working without a statement of their own).
    * Prepared only while the lists are short: a request alone (its caller and one trainer) keeps
    * to a few statement shapes, while merged batches, whose lists have any length, would fill each
    * connection's prepared-statement cache with shapes used once.
    */
-  async byIds(ids: readonly number[], withCounts: boolean, callers: readonly number[] = []): Promise<TrainersById> {
+  async byIds(
+    ids: readonly number[],
+    withCounts: boolean,
+    callers: readonly number[] = [],
+    fields?: readonly TrainerField[],
+  ): Promise<TrainersById> {
+    const columns = fields ? ['t.id', ...fields.map((field) => COLUMN_OF[field])].join(', ') : COLUMNS;
     const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
     const live = callers.length === 0 ? '' : `, ${liveSessionsColumn(callers.length)} AS liveSessions`;
     const params = [...callers, ...(callers.length === 0 ? [] : [this.sql.date(new Date())]), ...ids];
     const rows = await this.sql.rows<TrainerRow>(
-      `SELECT ${COLUMNS}${counted}${live} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
+      `SELECT ${columns}${counted}${live} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
       params,
       {
         prepared: ids.length + callers.length <= 5,

@@ -23,6 +23,7 @@ import { isCreatureField, type CreatureField } from '../creatures/creature.queri
 import { Viewer } from '../graphql/viewer.decorator';
 import { checkArguments, withArgs, type FieldResolvers } from '../graphql/field-resolvers';
 import { TrainerPage } from './trainer-page.type';
+import { isTrainerField, type TrainerField } from './trainer.queries';
 import { NicknameArgs, TrainersArgs } from './trainer-filter';
 import { Trainer } from './trainer.entity';
 import { RegisterTrainerArgs } from './trainer.inputs';
@@ -69,6 +70,26 @@ async function creaturesToReadAhead(info: GraphQLResolveInfo): Promise<CreatureP
   return { limit: args.limit, offset: args.offset, fields: creatureFieldsOf(selectedNames([node], info.fragments)) };
 }
 
+const trainerFieldLists = new WeakMap<ReadonlySet<string>, TrainerField[] | undefined>();
+
+/**
+ * The trainer properties a page's `items` select (through fragments), when the document
+ * selects `items` once, without directives: the page reads only those columns. Otherwise
+ * undefined (every column), also when their creatures select `trainer`, which then answers
+ * from the page's trainers read whole. `creatures` and `creaturesOwned` need no column of their own.
+ */
+function trainerFieldsOf(info: GraphQLResolveInfo): TrainerField[] | undefined {
+  const items = onlyNestedField(info, 'items');
+  if (!items) return undefined;
+  const names = selectedNames([items], info.fragments);
+  if (names.has('creatures')) {
+    const creatures = onlyNestedField(info, 'items', 'creatures');
+    if (!creatures || selectedNames([creatures], info.fragments).has('trainer')) return undefined;
+  }
+  if (!trainerFieldLists.has(names)) trainerFieldLists.set(names, [...names].filter(isTrainerField).sort());
+  return trainerFieldLists.get(names);
+}
+
 const countRegistration: MiddlewareFn<GraphQLContext> = async ({ context }, next) => {
   await context.services.trainers.countRegistration(context.clientIp);
   return (await next()) as unknown;
@@ -101,6 +122,7 @@ export class TrainerResolver {
       after,
       filter: { ...filter },
       creatures: await creaturesToReadAhead(info),
+      fields: trainerFieldsOf(info),
     });
   }
 

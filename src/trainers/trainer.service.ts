@@ -10,7 +10,7 @@ import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Team } from './team';
 import { Trainer as TrainerClass, type Trainer } from './trainer.entity';
-import type { TrainerQueries } from './trainer.queries';
+import type { TrainerField, TrainerQueries } from './trainer.queries';
 
 export interface NewTrainer {
   readonly nickname: string;
@@ -175,7 +175,7 @@ export class TrainerService {
   async page(
     limit: number,
     offset: number,
-    { withCounts = false, after, filter = {}, alongside }: TrainerPageOptions = {},
+    { withCounts = false, after, filter = {}, alongside, fields }: TrainerPageOptions = {},
   ): Promise<TrainerPageResult> {
     if (after !== undefined && offset !== 0) {
       throw new AppError('BAD_USER_INPUT', 'With after, offset must be 0', [{ field: 'offset', message: 'must be 0 when after is given' }]);
@@ -185,10 +185,11 @@ export class TrainerService {
     const ids = this.index.pageIds(limit, offset, afterId, filter);
     const pageIds = ids.slice(0, limit);
     // A trainer removed by plain SQL since this process started is left out (see TrainerIndex).
-    const [found] = await Promise.all([this.pageTrainers(pageIds, withCounts), alongside?.(pageIds)]);
+    const [found] = await Promise.all([this.pageTrainers(pageIds, withCounts, fields), alongside?.(pageIds)]);
     const items = found.filter((trainer): trainer is Trainer => trainer !== null);
     const nextCursor = ids.length > limit ? this.cursors.encode(pageIds[pageIds.length - 1]) : null;
-    return { items, limit, offset, nextCursor, total: () => this.index.count(filter) };
+    const partial = fields !== undefined && pageIds.length > MAX_MERGED_PAGE;
+    return { items, limit, offset, nextCursor, total: () => this.index.count(filter), partial };
   }
 
   /**
@@ -196,10 +197,11 @@ export class TrainerService {
    * this turn (see `reads`), so that concurrent pages share a statement: REST lists of 20 went
    * from 2,117 to 2,832 req/s. Large pages take a statement of their own: through the merged
    * reads a page of 100 cost 6.8 ms of CPU instead of 4.6 (a load, a key and a copy per trainer).
+   * Those read only `fields` when given.
    */
-  private async pageTrainers(ids: readonly number[], withCounts: boolean): Promise<(Trainer | null)[]> {
+  private async pageTrainers(ids: readonly number[], withCounts: boolean, fields?: readonly TrainerField[]): Promise<(Trainer | null)[]> {
     if (ids.length <= MAX_MERGED_PAGE) return Promise.all(ids.map((id) => this.reads.load({ id, count: withCounts })));
-    const { trainers } = await this.queries.byIds(ids, withCounts);
+    const { trainers } = await this.queries.byIds(ids, withCounts, [], fields);
     return ids.map((id) => trainers.get(id) ?? null);
   }
 
@@ -255,10 +257,14 @@ export interface TrainerPageOptions {
    * when the query asks for them): its ids are known from the index before any row is read.
    */
   readonly alongside?: (ids: readonly number[]) => Promise<unknown>;
+  /** The properties the page's reader will use (the id always comes): the others may be left out. */
+  readonly fields?: readonly TrainerField[];
 }
 
 export interface TrainerPageResult extends Page<Trainer> {
   readonly nextCursor: string | null;
   /** How many trainers match the page's filter, as of the page (no statement). */
   readonly total: () => number;
+  /** The items hold only the `fields` asked for. */
+  readonly partial?: boolean;
 }

@@ -130,6 +130,48 @@ describe.each(databases)('relation batching on %s', (kind) => {
     });
   });
 
+  it('reads only the columns a large page selects, and still answers each selected field as trainer(id) does', async () => {
+    statements.length = 0;
+    const slim = await gql<{ trainers: { items: { id: string; creaturesOwned: number }[] } }>(
+      t.app,
+      '{ trainers(limit: 40) { items { id creaturesOwned } } }',
+      {},
+      viewer.token,
+    );
+    expect(slim.errors).toBeUndefined();
+    const pageRead = statements.find((sql) => /FROM trainer t WHERE t\.id IN/.test(sql) && sql.includes('creatures_owned'))!;
+    expect(pageRead).not.toMatch(/first_name|nickname|email|created_at/);
+
+    // Some columns, through a fragment; then all of them with Creature.trainer, which answers from the page's rows.
+    for (const [fields, nested] of [
+      ['id nickname team creaturesOwned', ''],
+      ['id nickname firstName lastName team email createdAt creaturesOwned', 'creatures(limit: 1) { trainer { ...F } }'],
+    ]) {
+      statements.length = 0;
+      const page = await gql<{ trainers: { items: Record<string, unknown>[] } }>(
+        t.app,
+        `query { trainers(limit: 40) { items { ...F ${nested} } } } fragment F on Trainer { ${fields} }`,
+        {},
+        viewer.token,
+      );
+      expect(page.errors).toBeUndefined();
+      const read = statements.find((sql) => /FROM trainer t WHERE t\.id IN/.test(sql) && sql.includes('creatures_owned'))!;
+      expect(read.includes('first_name')).toBe(fields.includes('firstName'));
+      expect(page.data!.trainers.items.map((item) => item.id)).toEqual(slim.data!.trainers.items.map((item) => item.id));
+      for (const item of page.data!.trainers.items) {
+        const own = await gql<{ trainer: Record<string, unknown> }>(
+          t.app,
+          `query($id: ID!) { trainer(id: $id) { ${fields} } }`,
+          { id: item.id },
+          viewer.token,
+        );
+        const { creatures, ...rest } = item as { creatures?: { trainer: unknown }[] };
+        expect(rest).toEqual(own.data!.trainer);
+        for (const creature of creatures ?? []) expect(creature.trainer).toEqual(own.data!.trainer);
+      }
+    }
+  });
+
   it('reads trainer(id) with creaturesOwned and checks the caller in one statement', async () => {
     const { trainer } = await createTrainer(t.app);
     await createCreature(t.app, trainer.id, { name: 'one' });
