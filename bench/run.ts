@@ -142,14 +142,16 @@ function memory(pid: number): { peakMb: number; rssMb: number } {
   return { peakMb: Math.round(peak / 1024), rssMb: Math.round(rss / 1024) };
 }
 
-/** SQL statements sent and requests answered so far, from the service's own /metrics. */
-async function counters(base: string): Promise<{ statements: number; requests: number }> {
+/** SQL statements sent, requests answered so far and password hashes under way (running or waiting), from the service's own /metrics. */
+async function counters(base: string): Promise<{ statements: number; requests: number; hashing: number }> {
   const text = await fetch(`${base}/metrics`).then((r) => r.text());
   let requests = 0;
   for (const match of text.matchAll(/^http_requests_total\{[^}]*route="([^"]*)"[^}]*\} (\d+)/gm)) {
     if (match[1] !== '/metrics') requests += Number(match[2]);
   }
-  return { statements: Number(/^db_statements_total (\d+)/m.exec(text)?.[1] ?? 0), requests };
+  let hashing = 0;
+  for (const match of text.matchAll(/^password_hashes\{[^}]*\} (\d+)/gm)) hashing += Number(match[1]);
+  return { statements: Number(/^db_statements_total (\d+)/m.exec(text)?.[1] ?? 0), requests, hashing };
 }
 
 /** The baseline's own counters: statements sent and requests answered. */
@@ -437,14 +439,17 @@ async function runLoginStorm(trainerCase: CaseSpec, serviceBase: string): Promis
   };
 }
 
-/** Waits until the service has answered no request for two seconds in a row (at most 30 s). */
+/**
+ * Waits until the service has answered no request and run no password hash for two seconds in a
+ * row (at most 30 s): logins the storm queued go on hashing after their clients have gone.
+ */
 async function untilIdle(base: string): Promise<void> {
   let last = -1;
   let quiet = 0;
   for (let waited = 0; waited < 30 && quiet < 2; waited += 1) {
     await sleep(1000);
-    const { requests } = await counters(base);
-    quiet = requests === last ? quiet + 1 : 0;
+    const { requests, hashing } = await counters(base);
+    quiet = requests === last && hashing === 0 ? quiet + 1 : 0;
     last = requests;
   }
 }

@@ -55,6 +55,11 @@ export class PasswordHasher {
     private readonly delay = new RefusalDelay(0),
   ) {}
 
+  /** Hashes running and waiting for a slot, by lane (the `password_hashes` metric). */
+  load(): { running: number; waiting: Record<Lane, number> } {
+    return { running: this.running, waiting: { login: this.waiting.login.length, registration: this.waiting.registration.length } };
+  }
+
   /** `scrypt$N$r$p$salt$hash`, salt and hash in base64url: a new account's password (the registration queue). */
   hash(password: string): Promise<string> {
     return this.hashIn('registration', password);

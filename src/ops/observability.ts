@@ -1,3 +1,4 @@
+import type { PasswordHasher } from '../auth/password';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -36,6 +37,7 @@ export function registerObservability(
   dataSource: DataSource,
   statements: { count: number },
   metricsToken: string | undefined,
+  hasher?: Pick<PasswordHasher, 'load'>,
 ): void {
   app.decorateRequest('operationName', null);
   app.decorateRequest('trainerId', null);
@@ -63,6 +65,20 @@ export function registerObservability(
       this.set({ state: 'open' }, raw?._allConnections?.length ?? 0);
       this.set({ state: 'idle' }, raw?._freeConnections?.length ?? 0);
       this.set({ state: 'waiting' }, raw?._connectionQueue?.length ?? 0);
+    },
+  });
+  // Each hash holds 32 MiB while it runs: a burst of logins shows here, and in the process's memory.
+  new Gauge({
+    name: 'password_hashes',
+    help: 'Password hashes running, and waiting for a slot by lane (login, registration)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      if (!hasher) return;
+      const { running, waiting } = hasher.load();
+      this.set({ state: 'running' }, running);
+      this.set({ state: 'waiting_login' }, waiting.login);
+      this.set({ state: 'waiting_registration' }, waiting.registration);
     },
   });
   new Counter({

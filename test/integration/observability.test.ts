@@ -78,6 +78,28 @@ describe.each(databases)('logs and metrics on %s', (kind) => {
     expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
     if (kind === 'mysql') expect(text).toMatch(/^db_pool_connections\{state="open"\} [1-9]\d*$/m);
   });
+
+  it('shows the password hashes under way at /metrics while logins are checked, and none after', async () => {
+    const hashes = async (): Promise<Record<string, number>> => {
+      const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      return Object.fromEntries([...text.matchAll(/^password_hashes\{state="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
+    };
+    let answered = false;
+    const logins = Promise.all(
+      Array.from({ length: 3 }, () =>
+        t.app.inject({ method: 'POST', url: '/trainer/authenticate', payload: { email: me.email, password: TEST_PASSWORD } }),
+      ),
+    ).finally(() => (answered = true));
+    let busiest = 0;
+    while (!answered) {
+      const now = await hashes();
+      busiest = Math.max(busiest, now.running + now.waiting_login);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect((await logins).map((res) => res.statusCode)).toEqual([200, 200, 200]);
+    expect(busiest).toBeGreaterThan(0);
+    expect(await hashes()).toEqual({ running: 0, waiting_login: 0, waiting_registration: 0 });
+  });
 });
 
 describe.each(databases)('slow SQL statements on %s', (kind) => {
