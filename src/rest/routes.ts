@@ -178,7 +178,7 @@ export async function restRoutes(
   app.get<{ Querystring: TrainerListQuery }>(
     '/trainer',
     {
-      onRequest: authenticate,
+      onRequest: authenticateToken,
       schema: {
         tags: ['trainers'],
         summary: 'A page of trainers (trainers)',
@@ -197,7 +197,7 @@ export async function restRoutes(
     async (request, reply) => {
       const { limit, offset, after, nickname, nicknameContains, team } = request.query;
       const filter = { nickname, nicknameContains, team };
-      const page = await services.trainers.profilePage(limit, offset, viewerOf(request).id, { after, filter });
+      const page = await request.auth.alongside((viewerId) => services.trainers.profilePage(limit, offset, viewerId, { after, filter }));
       if (page.nextCursor !== null) {
         const next = new URLSearchParams({ limit: String(limit), after: page.nextCursor });
         for (const [key, value] of Object.entries(filter)) if (value !== undefined) next.set(key, value);

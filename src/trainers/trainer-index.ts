@@ -1,6 +1,6 @@
 import type { Team } from './team';
 import type { TrainerConditions } from './trainer-filter';
-import type { IndexRow, TrainerQueries } from './trainer.queries';
+import type { IndexRead, IndexRow } from './trainer.queries';
 
 /** Ids missing between two known ones are asked for again this long (an insert may commit late). */
 const HOLE_MS = 10_000;
@@ -17,8 +17,9 @@ const MAX_HOLE = 100;
  * Every trainer's id, nickname key and team, in id order, in this process's memory (about 50
  * bytes a trainer), so that a page at any offset, a filter and an exact count cost a walk of
  * arrays instead of a walk of the table. Before each use it catches up with the trainers added
- * since, through any instance (`id > last`, one short statement); ids skipped on the way are asked
- * for again for a while, since concurrent inserts can commit out of id order. Trainers are never
+ * since, through any instance (`id > last`, in the same round trip as other trainer reads of the
+ * moment); ids skipped on the way are asked for again for a while, since concurrent inserts can
+ * commit out of id order. Trainers are never
  * changed or removed through the service, so the index stays exact; rows changed by plain SQL
  * (an import) are seen in full after a restart.
  */
@@ -31,7 +32,8 @@ export class TrainerIndex {
   private queued: Promise<void> | undefined;
 
   constructor(
-    private readonly queries: TrainerQueries,
+    /** Reads the rows of an IndexRead (TrainerService merges it into a statement it makes anyway). */
+    private readonly read: (read: IndexRead) => Promise<IndexRow[]>,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -62,7 +64,7 @@ export class TrainerIndex {
     // In chunks: 100k rows in one answer held about 20 MB more of memory while they were read.
     for (;;) {
       const last = this.ids.at(-1) ?? 0;
-      const rows = await this.queries.indexRows(last, holes, CHUNK);
+      const rows = await this.read({ afterId: last, ids: holes, limit: CHUNK });
       holes = [];
       let previous = last;
       for (const row of rows) {
