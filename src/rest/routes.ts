@@ -199,9 +199,10 @@ export async function restRoutes(
       const filter = { nickname, nicknameContains, team };
       const page = await request.auth.alongside((viewerId) => services.trainers.profilePage(limit, offset, viewerId, { after, filter }));
       if (page.nextCursor !== null) {
-        const next = new URLSearchParams({ limit: String(limit), after: page.nextCursor });
-        for (const [key, value] of Object.entries(filter)) if (value !== undefined) next.set(key, value);
-        reply.header('link', `</trainer?${next.toString()}>; rel="next"`);
+        // Cursors and filter values are URL-safe already (base64url, the nickname alphabet, team names).
+        let next = `limit=${limit}&after=${page.nextCursor}`;
+        for (const [key, value] of Object.entries(filter)) if (value !== undefined) next += `&${key}=${encodeURIComponent(value)}`;
+        reply.header('link', `</trainer?${next}>; rel="next"`);
       }
       return { ...page, items: page.items.map(presentTrainer) };
     },
