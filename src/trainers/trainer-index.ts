@@ -29,6 +29,7 @@ export class TrainerIndex {
   private readonly teams: Team[] = [];
   private readonly holes = new Map<number, number>();
   private running: Promise<void> | undefined;
+  private changes = 0;
   private queued: Promise<void> | undefined;
 
   constructor(
@@ -36,6 +37,11 @@ export class TrainerIndex {
     private readonly read: (read: IndexRead) => Promise<IndexRow[]>,
     private readonly now: () => number = Date.now,
   ) {}
+
+  /** Changes whenever a trainer is added to the index. */
+  get version(): number {
+    return this.changes;
+  }
 
   /** Resolves once every trainer committed before the call is in the index. */
   sync(): Promise<void> {
@@ -80,6 +86,7 @@ export class TrainerIndex {
         this.ids.push(row.id);
         this.keys.push(row.nicknameKey);
         this.teams.push(row.team);
+        this.changes += 1;
         previous = row.id;
       }
       if (rows.length < CHUNK) return;
@@ -93,6 +100,7 @@ export class TrainerIndex {
     this.ids.splice(at, 0, row.id);
     this.keys.splice(at, 0, row.nicknameKey);
     this.teams.splice(at, 0, row.team);
+    this.changes += 1;
   }
 
   /** The position of the first id greater than `id`. */

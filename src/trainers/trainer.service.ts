@@ -223,11 +223,27 @@ export class TrainerService {
       throw new AppError('BAD_USER_INPUT', 'With after, offset must be 0', [{ field: 'offset', message: 'must be 0 when after is given' }]);
     }
     const afterId = after === undefined ? undefined : this.cursors.decode(after);
-    await this.index.sync();
-    const ids = this.index.pageIds(limit, offset, afterId, filter);
-    const pageIds = ids.slice(0, limit);
+    // The page is read as the index has it now, in the same round trip as the index's catch-up
+    // (and the caller check), and read again only if the catch-up changed it: trainers are
+    // added rarely, so a list costs one round trip instead of two.
+    const version = this.index.version;
+    const caughtUp = this.index.sync();
+    let ids = this.index.pageIds(limit, offset, afterId, filter);
+    let pageIds = ids.slice(0, limit);
+    const read = (wanted: readonly number[]) => Promise.all([this.pageTrainers(wanted, withCounts, fields), alongside?.(wanted)]);
+    let reading = read(pageIds);
+    await caughtUp;
+    if (this.index.version !== version) {
+      const now = this.index.pageIds(limit, offset, afterId, filter);
+      if (now.length !== ids.length || now.some((id, i) => id !== ids[i])) {
+        reading.catch(() => undefined);
+        ids = now;
+        pageIds = ids.slice(0, limit);
+        reading = read(pageIds);
+      }
+    }
     // A trainer removed by plain SQL since this process started is left out (see TrainerIndex).
-    const [found] = await Promise.all([this.pageTrainers(pageIds, withCounts, fields), alongside?.(pageIds)]);
+    const [found] = await reading;
     const items = found.filter((trainer): trainer is Trainer => trainer !== null);
     const nextCursor = ids.length > limit ? this.cursors.encode(pageIds[pageIds.length - 1]) : null;
     const partial = fields !== undefined && pageIds.length > MAX_MERGED_PAGE;
