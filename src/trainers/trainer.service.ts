@@ -232,11 +232,12 @@ export class TrainerService {
     let pageIds = ids.slice(0, limit);
     const read = (wanted: readonly number[]) => Promise.all([this.pageTrainers(wanted, withCounts, fields), alongside?.(wanted)]);
     let reading = read(pageIds);
+    // Awaited below, or dropped: a failure is thrown there, never left unhandled if the catch-up fails first.
+    reading.catch(() => undefined);
     await caughtUp;
     if (this.index.version !== version) {
       const now = this.index.pageIds(limit, offset, afterId, filter);
       if (now.length !== ids.length || now.some((id, i) => id !== ids[i])) {
-        reading.catch(() => undefined);
         ids = now;
         pageIds = ids.slice(0, limit);
         reading = read(pageIds);

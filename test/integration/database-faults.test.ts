@@ -49,17 +49,28 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
       const { trainer, token } = await createTrainer(app);
       const graphql = () => gql<{ me: { id: string } }>(app, '{ me { id creaturesOwned } }', {}, token);
       const rest = () => app.inject({ method: 'GET', url: `/trainer/${trainer.id}`, headers: { authorization: `Bearer ${token}` } });
+      // Lists read their page while the index catches up: both fail together when the database goes.
+      const list = () => app.inject({ method: 'GET', url: '/trainer?limit=20', headers: { authorization: `Bearer ${token}` } });
+      const page = () => gql(app, '{ trainers(limit: 5) { totalCount items { id } } }', {}, token);
       expect((await graphql()).errors).toBeUndefined();
 
       // Load in flight while the database goes away.
       const load = Array.from({ length: 40 }, (_, i) =>
-        i % 2
-          ? graphql().then((r) => r.errors?.[0]?.extensions?.code ?? 'OK')
-          : rest().then((r) => (r.statusCode === 200 ? 'OK' : r.json<Problem>().code)),
+        [
+          () => graphql().then((r) => r.errors?.[0]?.extensions?.code ?? 'OK'),
+          () => rest().then((r) => (r.statusCode === 200 ? 'OK' : r.json<Problem>().code)),
+          () => list().then((r) => (r.statusCode === 200 ? 'OK' : r.json<Problem>().code)),
+          () => page().then((r) => r.errors?.[0]?.extensions?.code ?? 'OK'),
+        ][i % 4](),
       );
       await proxy.cut();
       const during = await Promise.all(load);
       expect(during.filter((code) => code !== 'OK' && code !== 'SERVICE_UNAVAILABLE')).toEqual([]);
+      const lists = await Promise.all([list(), page()]);
+      expect([lists[0].json<Problem>().code, lists[1].errors?.[0]?.extensions?.code]).toEqual([
+        'SERVICE_UNAVAILABLE',
+        'SERVICE_UNAVAILABLE',
+      ]);
 
       const started = Date.now();
       const down = await Promise.all([graphql(), rest(), app.inject({ method: 'GET', url: '/readyz' })]);
@@ -85,7 +96,7 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
     }
   });
 
-  it('starts while MySQL is away: alive, not ready, SERVICE_UNAVAILABLE, then ready on its own', async () => {
+  it('starts while MySQL is away: alive, not ready, SERVICE_UNAVAILABLE, then ready on its own, and survives losing it under list load', async () => {
     await proxy.cut();
     const port = 20000 + Math.floor(Math.random() * 20000);
     const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
@@ -143,6 +154,45 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
       });
       expect(later.status).toBe(200);
       expect(child.exitCode).toBeNull();
+
+      // A list reads its page while the index catches up, in one round trip: when the database
+      // goes away under their load, both fail together, and the process must neither crash (an
+      // unhandled rejection ends a Node process) nor leave a request unanswered.
+      const nickname = `fault_${Date.now()}`;
+      const json = { 'content-type': 'application/json' };
+      const registered = await fetch(`${base}/trainer`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({
+          nickname,
+          firstName: 'F',
+          lastName: 'T',
+          email: `${nickname}@example.test`,
+          password: 'password-1',
+          team: 'VALOR',
+        }),
+      });
+      expect(registered.status).toBe(201);
+      const login = await fetch(`${base}/trainer/authenticate`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ email: `${nickname}@example.test`, password: 'password-1' }),
+      });
+      const { token } = (await login.json()) as { token: string };
+      const list = () =>
+        fetch(`${base}/trainer?limit=20`, { headers: { authorization: `Bearer ${token}` } }).then(
+          (r) => r.status,
+          () => 0,
+        );
+      expect(await list()).toBe(200);
+      const load = Array.from({ length: 40 }, list);
+      await proxy.cut();
+      const statuses = await Promise.all(load);
+      expect(statuses.filter((status) => status !== 200 && status !== 503)).toEqual([]);
+      expect(statuses).toContain(503);
+      await sleep(300);
+      expect(child.exitCode).toBeNull();
+      expect(await get('/healthz')).toBe(200);
     } finally {
       child.kill('SIGTERM');
       await new Promise((resolve) => child.on('exit', resolve));
