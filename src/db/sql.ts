@@ -94,21 +94,19 @@ export class Sql {
 
   /**
    * The rows of several SELECTs that do not depend on each other, in their order. MySQL: one
-   * round trip (a multi-statement query, reported as one statement): on this VM, writing a
-   * statement to the database's socket cost the service about 120-220 µs of CPU, more than
-   * reading most answers. SQLite: one after another. Not a transaction.
+   * round trip (a multi-statement query, reported as one statement), so the caller pays one
+   * socket write, one wake-up of the database's thread and one wait instead of several. SQLite:
+   * one after another. Not a transaction.
    */
-  async rowSets(statements: readonly BatchStatement[]): Promise<unknown[][]> {
-    if (statements.length === 1) return [await this.rows(statements[0].sql, statements[0].params)];
+  rowSets(statements: readonly BatchStatement[]): Promise<unknown[][]> {
     const pool = this.pool();
-    if (!pool) return Promise.all(statements.map(({ sql, params }) => this.rows<unknown>(sql, params)));
-    const answer = await this.onPool<unknown[][]>(
+    if (!pool || statements.length === 1) return Promise.all(statements.map(({ sql, params }) => this.rows<unknown>(sql, params)));
+    return this.onPool<unknown[][]>(
       pool,
       statements.map((s) => s.sql).join(';\n'),
       statements.flatMap((s) => s.params),
       false,
     );
-    return answer;
   }
 
   /** An INSERT, UPDATE or DELETE. */

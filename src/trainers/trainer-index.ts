@@ -19,9 +19,8 @@ const MAX_HOLE = 100;
  * arrays instead of a walk of the table. Before each use it catches up with the trainers added
  * since, through any instance (`id > last`, in the same round trip as other trainer reads of the
  * moment); ids skipped on the way are asked for again for a while, since concurrent inserts can
- * commit out of id order. Trainers are never
- * changed or removed through the service, so the index stays exact; rows changed by plain SQL
- * (an import) are seen in full after a restart.
+ * commit out of id order. Trainers are never changed or removed through the service, so the index
+ * stays exact; rows changed by plain SQL (an import) are seen in full after a restart.
  */
 export class TrainerIndex {
   private readonly ids: number[] = [];
