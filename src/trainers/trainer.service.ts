@@ -66,8 +66,9 @@ export class TrainerService {
   private readonly reads = new DataLoader<TrainerRead, ReadResult>((keys) => this.readBatch(keys), {
     cache: false,
     batchScheduleFn: (run) => setImmediate(run),
-    // Bounds one statement's IN list; a request's own reads are bounded by the GraphQL cost limit.
-    maxBatchSize: 1000,
+    // Bounds one statement: at most 200 id ranges ORed (SQLite refuses an OR chain 1,000 deep)
+    // and 5,000 ids; a request's own reads are bounded by the GraphQL cost limit.
+    maxBatchSize: 200,
   });
 
   private readonly index: TrainerIndex;
