@@ -199,7 +199,7 @@ export async function restRoutes(
       const filter = { nickname, nicknameContains, team };
       const page = await request.auth.alongside((viewerId) => services.trainers.profilePage(limit, offset, viewerId, { after, filter }));
       if (page.nextCursor !== null) {
-        // Cursors and filter values are URL-safe already (base64url, the nickname alphabet, team names).
+        // A cursor is URL-safe already (base64url and a dot); filter values are encoded.
         let next = `limit=${limit}&after=${page.nextCursor}`;
         for (const [key, value] of Object.entries(filter)) if (value !== undefined) next += `&${key}=${encodeURIComponent(value)}`;
         reply.header('link', `</trainer?${next}>; rel="next"`);
