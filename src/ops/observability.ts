@@ -103,11 +103,14 @@ export function registerObservability(
     return name;
   };
 
+  const logsRequests = ['trace', 'debug', 'info'].includes(app.log.level);
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     const labels = { method: request.method, route, operation: operationLabel(request), status: String(reply.statusCode) };
     requests.inc(labels);
     latency.observe(labels, reply.elapsedTime / 1000);
+    // The line's object is not built where it would not be written (LOG_LEVEL above info).
+    if (!logsRequests) return;
     request.log.info(
       {
         method: request.method,

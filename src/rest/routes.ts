@@ -6,7 +6,8 @@ import { CreateCreatureInput, UpdateCreatureInput } from '../creatures/creature.
 import type { Services } from '../services';
 import type { Trainer } from '../trainers/trainer.entity';
 import { RegisterTrainerInput } from '../trainers/trainer.inputs';
-import { presentCreature, presentTrainer } from './present';
+import { presentCreature } from './present';
+import { profileOf } from '../trainers/trainer.service';
 import {
   authenticateBody,
   authPayloadSchema,
@@ -104,7 +105,7 @@ export async function restRoutes(
     },
     async (request, reply) => {
       const trainer = await services.trainers.register(await validInput(RegisterTrainerInput, request.body));
-      return reply.code(201).send(presentTrainer({ trainer, creaturesOwned: 0, email: trainer.email }));
+      return reply.code(201).send(profileOf(trainer, trainer.id));
     },
   );
 
@@ -123,7 +124,7 @@ export async function restRoutes(
     },
     async (request) => {
       const auth = await services.auth.authenticate(request.body.email, request.body.password, request.ip);
-      return { ...auth, trainer: presentTrainer(await services.trainers.profile(auth.trainer.id, auth.trainer.id)) };
+      return { ...auth, trainer: await services.trainers.profile(auth.trainer.id, auth.trainer.id) };
     },
   );
 
@@ -144,7 +145,7 @@ export async function restRoutes(
     },
     async (request) => {
       const auth = await services.auth.refresh(request.body.refreshToken, request.ip);
-      return { ...auth, trainer: presentTrainer(await services.trainers.profile(auth.trainer.id, auth.trainer.id)) };
+      return { ...auth, trainer: await services.trainers.profile(auth.trainer.id, auth.trainer.id) };
     },
   );
 
@@ -204,7 +205,7 @@ export async function restRoutes(
         for (const [key, value] of Object.entries(filter)) if (value !== undefined) next += `&${key}=${encodeURIComponent(value)}`;
         reply.header('link', `</trainer?${next}>; rel="next"`);
       }
-      return { ...page, items: page.items.map(presentTrainer) };
+      return page;
     },
   );
 
@@ -221,7 +222,7 @@ export async function restRoutes(
       },
     },
     async (request) => {
-      return presentTrainer(await request.auth.alongside((viewerId) => services.trainers.profile(request.params.trainerId, viewerId)));
+      return request.auth.alongside((viewerId) => services.trainers.profile(request.params.trainerId, viewerId));
     },
   );
 

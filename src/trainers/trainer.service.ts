@@ -21,11 +21,33 @@ export interface NewTrainer {
   readonly team: Team;
 }
 
-/** A trainer as a reader sees it: with its creature count, and its email only if the reader is that trainer. */
+/**
+ * A trainer as a reader sees it: plain properties with its creature count, and its email only if
+ * the reader is that trainer (absent otherwise). The REST shim sends it as it is.
+ */
 export interface TrainerProfile {
-  readonly trainer: Trainer;
+  readonly id: number;
+  readonly nickname: string;
+  readonly firstName: string;
+  readonly lastName: string;
+  readonly email?: string;
+  readonly team: Team;
   readonly creaturesOwned: number;
-  readonly email: string | null;
+  readonly createdAt: Date;
+}
+
+/** The profile of `trainer` for `viewerId` (see TrainerProfile): one object, made once per trainer a list shows. */
+export function profileOf(trainer: Trainer, viewerId: number | undefined): TrainerProfile {
+  return {
+    id: trainer.id,
+    nickname: trainer.nickname,
+    firstName: trainer.firstName,
+    lastName: trainer.lastName,
+    email: trainer.id === viewerId ? trainer.email : undefined,
+    team: trainer.team,
+    creaturesOwned: trainer.creaturesOwned ?? 0,
+    createdAt: trainer.createdAt,
+  };
 }
 
 const alreadyExists = (field: 'email' | 'nickname'): AppError =>
@@ -287,7 +309,7 @@ export class TrainerService {
   async profile(id: number, viewerId: number): Promise<TrainerProfile> {
     const found = await this.findById(id, { withCount: true });
     if (!found) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
-    return { trainer: found, creaturesOwned: found.creaturesOwned ?? 0, email: visibleEmail(found, viewerId) };
+    return profileOf(found, viewerId);
   }
 
   /** A page of trainers with their counts as `viewerId` sees them, and the total of those matching: the index catch-up and the page's rows, whatever the page size. */
@@ -298,13 +320,8 @@ export class TrainerService {
     options: Omit<TrainerPageOptions, 'withCounts'> = {},
   ): Promise<Page<TrainerProfile> & { totalCount: number; nextCursor: string | null }> {
     const page = await this.page(limit, offset, { ...options, withCounts: true });
-    const totalCount = page.total();
-    const items = page.items.map((trainer) => ({
-      trainer,
-      creaturesOwned: trainer.creaturesOwned ?? 0,
-      email: visibleEmail(trainer, viewerId),
-    }));
-    return { items, totalCount, limit, offset, nextCursor: page.nextCursor };
+    const items = page.items.map((trainer) => profileOf(trainer, viewerId));
+    return { items, totalCount: page.total(), limit, offset, nextCursor: page.nextCursor };
   }
 }
 
