@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { RedisEventRelay } from './events/redis-relay';
 import { trustedProxies } from './http/client-address';
 import { randomUUID } from 'node:crypto';
@@ -55,8 +55,15 @@ const REQUEST_TIMEOUT_MS = 9_000;
 /** Idle connections, kept alive or never used, are closed after this (the contract allows 75 s). */
 const IDLE_TIMEOUT_MS = 72_000;
 
-/** The rate-limit store; it closes with the app. Commands fail at once while it is down (the limiter then counts in memory). */
+/**
+ * The rate-limit store; it closes with the app. Commands fail at once while it is down (the limiter
+ * then counts in memory). ioredis is loaded only when REDIS_URL asks for it: about 2 MB of heap
+ * that a single instance would carry for nothing.
+ */
 function connectRedis(url: string, app: FastifyInstance): Redis {
+  // require, not import(): Jest runs this file as CommonJS, without ES module support.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Redis } = require('ioredis') as typeof import('ioredis');
   const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 });
   redis.on('error', (error) => app.log.warn({ err: error }, 'redis unavailable; counting login attempts in memory'));
   app.addHook('onClose', async () => {
