@@ -92,23 +92,6 @@ export class Sql {
     return this.onPool<T[]>(pool, sql, params, prepared);
   }
 
-  /**
-   * The rows of several SELECTs that do not depend on each other, in their order. MySQL: one
-   * round trip (a multi-statement query, reported as one statement), so the caller pays one
-   * socket write, one wake-up of the database's thread and one wait instead of several. SQLite:
-   * one after another. Not a transaction.
-   */
-  rowSets(statements: readonly BatchStatement[]): Promise<unknown[][]> {
-    const pool = this.pool();
-    if (!pool || statements.length === 1) return Promise.all(statements.map(({ sql, params }) => this.rows<unknown>(sql, params)));
-    return this.onPool<unknown[][]>(
-      pool,
-      statements.map((s) => s.sql).join(';\n'),
-      statements.flatMap((s) => s.params),
-      false,
-    );
-  }
-
   /** An INSERT, UPDATE or DELETE. */
   async write(sql: string, params: readonly unknown[]): Promise<WriteResult> {
     const pool = this.pool();

@@ -9,7 +9,7 @@ const MAX_HOLES = 10_000;
 /** Holes asked for in one catch-up; the rest are asked in the next ones, while they are watched. */
 const MAX_HOLES_ASKED = 1000;
 /** Rows read per statement while catching up (a new process reads every trainer). */
-const CHUNK = 5000;
+export const CHUNK = 5000;
 /** Wider gaps are not holes to watch but ids never used (or trainers removed before we started). */
 const MAX_HOLE = 100;
 
@@ -17,7 +17,7 @@ const MAX_HOLE = 100;
  * Every trainer's id, nickname key and team, in id order, in this process's memory (about 50
  * bytes a trainer), so that a page at any offset, a filter and an exact count cost a walk of
  * arrays instead of a walk of the table. Before each use it catches up with the trainers added
- * since, through any instance (`id > last`, in the same round trip as other trainer reads of the
+ * since, through any instance (`id > last`, in the same statement as other trainer reads of the
  * moment); ids skipped on the way are asked for again for a while, since concurrent inserts can
  * commit out of id order. Trainers are never changed or removed through the service, so the index
  * stays exact; rows changed by plain SQL (an import) are seen in full after a restart.

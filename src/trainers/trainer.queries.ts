@@ -1,5 +1,7 @@
 import { liveSessionsColumn, parseLiveSessions } from '../auth/session.queries';
 import { placeholders, sqlDate, sqlInt, type BatchResult, type BatchStatement, type Sql } from '../db/sql';
+import { MAX_ID } from '../common/validation';
+import { CHUNK } from './trainer-index';
 import { Team } from './team';
 
 const TEAMS = new Map<string, Team>(Object.values(Team).map((team) => [team, team]));
@@ -75,6 +77,53 @@ const indexRowsStatement = ({ afterId, ids, limit }: IndexRead): BatchStatement 
   params: [afterId, ...ids],
 });
 
+/** List lengths the merged read is prepared for (see mergedRead); longer lists are sent as they are. */
+const SHAPES = [1, 4, 16, 64, 256, 1024];
+/** Never an id (ids start at 1): pads lists up to their shape. */
+const NO_ID = 0;
+
+/** `values` padded to the next length of `shapes` with `pad`, and whether it fits one. */
+function shaped<T>(values: readonly T[], pad: T, shapes = SHAPES): { values: T[]; fits: boolean } {
+  const length = shapes.find((n) => n >= values.length);
+  if (length === undefined) return { values: [...values], fits: false };
+  const padded = [...values];
+  while (padded.length < length) padded.push(pad);
+  return { values: padded, fits: true };
+}
+
+/**
+ * The merged read of TrainerService as one SELECT: the trainers by id and by range, with their
+ * counts and the callers' open sessions (k = 0), and TrainerIndex's catch-up (k = 1; no rows when
+ * none is asked: no id is above MAX_ID). Its lists are padded to a few lengths (ids and callers
+ * with an id that never exists, ranges with an empty one), so the statement takes a handful of
+ * shapes and can be prepared: MySQL then sends binary rows, and mysql2 parsed a merged read of 15
+ * pages in 24-28 µs of CPU per page instead of 42-50 as text (a script sending each form 3,000
+ * times on 4 connections), while MariaDB's CPU stayed the same. The same text runs on SQLite.
+ */
+function mergedRead(
+  ids: readonly number[],
+  callers: readonly number[],
+  ranges: readonly (readonly [number, number])[],
+  index: IndexRead | undefined,
+  now: Date | string,
+): { sql: string; params: unknown[]; prepared: boolean } {
+  const idList = shaped(ids, NO_ID);
+  const callerList = shaped(callers, NO_ID);
+  // No range at all is a shape of its own: a filtered page read by its ids shows none.
+  const rangeList = shaped<readonly [number, number]>(ranges, [NO_ID, NO_ID], [0, ...SHAPES]);
+  const holes = shaped(index?.ids ?? [], NO_ID);
+  const sql =
+    `SELECT 0 AS k, ${COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned, ${liveSessionsColumn(callerList.values.length)} AS liveSessions` +
+    ` FROM trainer t WHERE t.id IN (${placeholders(idList.values.length)})${' OR t.id BETWEEN ? AND ?'.repeat(rangeList.values.length)}` +
+    ` UNION ALL SELECT 1, c.id, c.nickname_key, NULL, NULL, NULL, c.team, NULL, NULL, NULL FROM (SELECT id, nickname_key, team FROM trainer` +
+    ` WHERE id > ? OR id IN (${placeholders(holes.values.length)}) ORDER BY id LIMIT ${Math.trunc(index?.limit ?? CHUNK)}) c`;
+  return {
+    sql,
+    params: [...callerList.values, now, ...idList.values, ...rangeList.values.flat(), index?.afterId ?? MAX_ID, ...holes.values],
+    prepared: idList.fits && callerList.fits && rangeList.fits && holes.fits,
+  };
+}
+
 // The team is the Team constant itself: 100k copies of "MYSTIC" would cost megabytes.
 const toIndexRow = (row: IndexRowRead): IndexRow => ({
   id: sqlInt(row.id),
@@ -120,12 +169,11 @@ export class TrainerQueries {
    * shows ids and counts: no names, emails or dates to send and parse), the open sessions of
    * those in `callers` (the caller check: a logged-out session's access tokens stop working
    * without a statement of their own), and, with `index`, TrainerIndex's catch-up rows (in the
-   * same round trip). A page's trainers are a range: MariaDB walks one stretch of the primary key
+   * same statement). A page's trainers are a range: MariaDB walks one stretch of the primary key
    * instead of looking each id up (for 15 pages of 20, 460-650 µs of its CPU per statement
    * instead of 860-1,140).
-   * Prepared only while the lists are short: a request alone (its caller and one trainer) keeps
-   * to a few statement shapes, while merged batches, whose lists have any length, would fill each
-   * connection's prepared-statement cache with shapes used once.
+   * Without `fields` this is one statement of a few fixed shapes (mergedRead), prepared: MySQL
+   * then answers in its binary protocol, which mysql2 parses in about half the CPU of text rows.
    */
   async byIds(
     ids: readonly number[],
@@ -137,24 +185,27 @@ export class TrainerQueries {
       index,
     }: { fields?: readonly TrainerField[]; ranges?: readonly (readonly [number, number])[]; index?: IndexRead } = {},
   ): Promise<TrainersById> {
-    const columns = fields ? ['t.id', ...fields.map((field) => COLUMN_OF[field])].join(', ') : COLUMNS;
-    const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
-    const live = callers.length === 0 ? '' : `, ${liveSessionsColumn(callers.length)} AS liveSessions`;
-    const where = [...(ids.length > 0 ? [`t.id IN (${placeholders(ids.length)})`] : []), ...ranges.map(() => 't.id BETWEEN ? AND ?')];
-    const params = [...callers, ...(callers.length === 0 ? [] : [this.sql.date(new Date())]), ...ids, ...ranges.flat()];
-    const read = { sql: `SELECT ${columns}${counted}${live} FROM trainer t WHERE ${where.join(' OR ')}`, params };
     let rows: TrainerRow[];
     let indexRows: IndexRow[] | undefined;
-    if (index) {
-      const [found, caughtUp] = await this.sql.rowSets([read, indexRowsStatement(index)]);
-      rows = found as TrainerRow[];
-      indexRows = (caughtUp as IndexRowRead[]).map(toIndexRow);
+    if (fields) {
+      const columns = ['t.id', ...fields.map((field) => COLUMN_OF[field])].join(', ');
+      const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
+      rows = await this.sql.rows<TrainerRow>(`SELECT ${columns}${counted} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`, ids);
     } else {
-      rows = await this.sql.rows<TrainerRow>(read.sql, read.params, { prepared: params.length <= 6 });
+      const read = mergedRead(ids, callers, ranges, index, this.sql.date(new Date()));
+      const found = await this.sql.rows<TrainerRow & { k: number | string }>(read.sql, read.params, { prepared: read.prepared });
+      rows = [];
+      const caughtUp: IndexRow[] = [];
+      for (const row of found) {
+        if (Number(row.k) === 0) rows.push(row);
+        else caughtUp.push(toIndexRow({ id: row.id, nicknameKey: row.nickname!, team: row.team! }));
+      }
+      if (index) indexRows = caughtUp.sort((a, b) => a.id - b.id);
     }
     const trainers = new Map<number, Trainer>();
     const liveSessions = new Map<number, readonly number[]>();
     for (const row of rows) {
+      if (!withCounts) row.creaturesOwned = undefined;
       const trainer = toTrainer(row);
       trainers.set(trainer.id, trainer);
       if (callers.length > 0) liveSessions.set(trainer.id, parseLiveSessions(row.liveSessions));
