@@ -165,42 +165,27 @@ export class TrainerQueries {
 
   /**
    * Trainers by id (`ids`, and every trainer in the inclusive id `ranges`), with their creature
-   * counts when `withCounts`, only the properties in `fields` when given (a page of 100 that
-   * shows ids and counts: no names, emails or dates to send and parse), the open sessions of
-   * those in `callers` (the caller check: a logged-out session's access tokens stop working
-   * without a statement of their own), and, with `index`, TrainerIndex's catch-up rows (in the
-   * same statement). A page's trainers are a range: MariaDB walks one stretch of the primary key
-   * instead of looking each id up (for 15 pages of 20, 460-650 µs of its CPU per statement
-   * instead of 860-1,140).
-   * Without `fields` this is one statement of a few fixed shapes (mergedRead), prepared: MySQL
-   * then answers in its binary protocol, which mysql2 parses in about half the CPU of text rows.
+   * counts when `withCounts`, the open sessions of those in `callers` (the caller check: a
+   * logged-out session's access tokens stop working without a statement of their own), and, with
+   * `index`, TrainerIndex's catch-up rows, all in one statement (mergedRead). A page's trainers
+   * are a range: MariaDB walks one stretch of the primary key instead of looking each id up (for
+   * 15 pages of 20, 460-650 µs of its CPU per statement instead of 860-1,140). The statement
+   * takes a few fixed shapes and is prepared: MySQL then answers in its binary protocol, which
+   * mysql2 parses in about half the CPU of text rows.
    */
   async byIds(
     ids: readonly number[],
     withCounts: boolean,
     callers: readonly number[] = [],
-    {
-      fields,
-      ranges = [],
-      index,
-    }: { fields?: readonly TrainerField[]; ranges?: readonly (readonly [number, number])[]; index?: IndexRead } = {},
+    { ranges = [], index }: { ranges?: readonly (readonly [number, number])[]; index?: IndexRead } = {},
   ): Promise<TrainersById> {
-    let rows: TrainerRow[];
-    let indexRows: IndexRow[] | undefined;
-    if (fields) {
-      const columns = ['t.id', ...fields.map((field) => COLUMN_OF[field])].join(', ');
-      const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
-      rows = await this.sql.rows<TrainerRow>(`SELECT ${columns}${counted} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`, ids);
-    } else {
-      const read = mergedRead(ids, callers, ranges, index, this.sql.date(new Date()));
-      const found = await this.sql.rows<TrainerRow & { k: number | string }>(read.sql, read.params, { prepared: read.prepared });
-      rows = [];
-      const caughtUp: IndexRow[] = [];
-      for (const row of found) {
-        if (Number(row.k) === 0) rows.push(row);
-        else caughtUp.push(toIndexRow({ id: row.id, nicknameKey: row.nickname!, team: row.team! }));
-      }
-      if (index) indexRows = caughtUp.sort((a, b) => a.id - b.id);
+    const read = mergedRead(ids, callers, ranges, index, this.sql.date(new Date()));
+    const found = await this.sql.rows<TrainerRow & { k: number | string }>(read.sql, read.params, { prepared: read.prepared });
+    const rows: TrainerRow[] = [];
+    const caughtUp: IndexRow[] = [];
+    for (const row of found) {
+      if (Number(row.k) === 0) rows.push(row);
+      else caughtUp.push(toIndexRow({ id: row.id, nicknameKey: row.nickname!, team: row.team! }));
     }
     const trainers = new Map<number, Trainer>();
     const liveSessions = new Map<number, readonly number[]>();
@@ -210,7 +195,22 @@ export class TrainerQueries {
       trainers.set(trainer.id, trainer);
       if (callers.length > 0) liveSessions.set(trainer.id, parseLiveSessions(row.liveSessions));
     }
-    return { trainers, liveSessions, indexRows };
+    return { trainers, liveSessions, indexRows: index ? caughtUp.sort((a, b) => a.id - b.id) : undefined };
+  }
+
+  /**
+   * Trainers by id with only the properties in `fields` (the id always comes), and their counts
+   * when `withCounts`: a page of 100 that shows ids and counts has no names, emails or dates to
+   * send and parse.
+   */
+  async someFieldsByIds(ids: readonly number[], withCounts: boolean, fields: readonly TrainerField[]): Promise<Map<number, Trainer>> {
+    const columns = ['t.id', ...fields.map((field) => COLUMN_OF[field])].join(', ');
+    const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
+    const rows = await this.sql.rows<TrainerRow>(
+      `SELECT ${columns}${counted} FROM trainer t WHERE t.id IN (${placeholders(ids.length)})`,
+      ids,
+    );
+    return new Map(rows.map((row) => [sqlInt(row.id), toTrainer(row)]));
   }
 
   /** Which of a (normalised) email and nickname key is already registered, email first; null when neither. */

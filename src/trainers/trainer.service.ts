@@ -284,7 +284,9 @@ export class TrainerService {
   private async pageTrainers(ids: readonly number[], withCounts: boolean, fields?: readonly TrainerField[]): Promise<(Trainer | null)[]> {
     if (ids.length === 0) return [];
     if (ids.length <= MAX_MERGED_PAGE) return this.reads.load({ page: ids, count: withCounts }) as Promise<(Trainer | null)[]>;
-    const { trainers } = await this.queries.byIds(ids, withCounts, [], { fields });
+    const trainers = fields
+      ? await this.queries.someFieldsByIds(ids, withCounts, fields)
+      : (await this.queries.byIds(ids, withCounts)).trainers;
     return ids.map((id) => trainers.get(id) ?? null);
   }
 
