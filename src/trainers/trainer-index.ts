@@ -9,7 +9,7 @@ const MAX_HOLES = 10_000;
 /** Holes asked for in one catch-up; the rest are asked in the next ones, while they are watched. */
 const MAX_HOLES_ASKED = 1000;
 /** Rows read per statement while catching up (a new process reads every trainer). */
-export const CHUNK = 5000;
+const CHUNK = 5000;
 /** Wider gaps are not holes to watch but ids never used (or trainers removed before we started). */
 const MAX_HOLE = 100;
 

@@ -196,7 +196,8 @@ export class TrainerService {
       ids.size === 0 && ranges.length === 0
         ? { trainers: new Map<number, Trainer>(), liveSessions: new Map<number, readonly number[]>(), indexRows: undefined }
         : await this.queries.byIds([...ids], withCounts, [...callers], { ranges, index: index?.index });
-    // Any other catch-up (never seen: one runs at a time) is read on its own.
+    // The catch-up's rows, when the merged read found there are some (trainers are added
+    // rarely), and any other catch-up (never seen: one runs at a time), are read on their own.
     const otherIndexReads = new Map<TrainerRead, IndexRow[]>();
     for (const key of keys)
       if ('index' in key && (key !== index || !found.indexRows)) otherIndexReads.set(key, await this.queries.indexRows(key.index));
