@@ -170,11 +170,9 @@ export class TrainerQueries {
    * counts when `withCounts`, the open sessions of those in `callers` (the caller check: a
    * logged-out session's access tokens stop working without a statement of their own), and, with
    * `index`, whether TrainerIndex has rows to catch up with, all in one statement (mergedRead):
-   * `indexRows` is empty when it has none, undefined when it has some (or no row could tell). A page's trainers
-   * are a range: MariaDB walks one stretch of the primary key instead of looking each id up (for
-   * 15 pages of 20, 460-650 µs of its CPU per statement instead of 860-1,140). The statement
-   * takes a few fixed shapes and is prepared: MySQL then answers in its binary protocol, which
-   * mysql2 parses in about half the CPU of text rows.
+   * `indexRows` is empty when it has none, undefined when it has some (or no row could tell). A
+   * page's trainers are a range: MariaDB walks one stretch of the primary key instead of looking
+   * each id up (for 15 pages of 20, 460-650 µs of its CPU per statement instead of 860-1,140).
    */
   async byIds(
     ids: readonly number[],

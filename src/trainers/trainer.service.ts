@@ -43,7 +43,7 @@ export function profileOf(trainer: Trainer, viewerId: number | undefined): Train
     nickname: trainer.nickname,
     firstName: trainer.firstName,
     lastName: trainer.lastName,
-    email: trainer.id === viewerId ? trainer.email : undefined,
+    email: visibleEmail(trainer, viewerId) ?? undefined,
     team: trainer.team,
     creaturesOwned: trainer.creaturesOwned ?? 0,
     createdAt: trainer.createdAt,
