@@ -133,6 +133,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   const statements = { count: 0 };
+  // GraphQL queries answered without Apollo's pipeline (graphql/direct.ts).
+  const directAnswers = { count: 0 };
   const dataSource = createDataSource(config.database, {
     onQuery: (sql) => {
       statements.count += 1;
@@ -160,7 +162,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
     app.setNotFoundHandler(problemNotFoundHandler);
-    registerObservability(app, dataSource, statements, config.metricsToken, services.hasher);
+    registerObservability(app, dataSource, { statements, directAnswers }, config.metricsToken, services.hasher);
     registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,
@@ -178,7 +180,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // The API's own scopes wait for the database; operations, docs and the IDE pages do not.
     const requireDatabase = databaseGate(database);
     await app.register(restRoutes, { services, requireDatabase });
-    await registerGraphQL(app, config, services, requireDatabase, { sessionCheckMs: options.sessionCheckMs });
+    await registerGraphQL(app, config, services, requireDatabase, { sessionCheckMs: options.sessionCheckMs, directAnswers });
     await app.ready();
     return app;
   } catch (error) {

@@ -12,9 +12,11 @@ import {
   type GraphQLInputType,
   type DocumentNode,
   type ExecutionResult,
+  type OperationDefinitionNode,
   type GraphQLSchema,
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import type { KnownQuery } from './direct';
 
 type Gateway = ApolloServerOptionsWithGateway<Record<string, unknown>>['gateway'];
 type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
@@ -92,6 +94,31 @@ function asInput(type: GraphQLInputType, value: unknown): unknown {
 }
 
 /**
+ * The variables a compiled query takes. graphql-jit's own variable handling differs from
+ * graphql-js: its errors name the wrong variable and carry no location, and it refuses a variable
+ * or input field left out that has a default. graphql-js coerces the variables (its messages,
+ * BAD_USER_INPUT), and the compiled query gets them back in input form, defaults filled in.
+ */
+export function compiledVariables(
+  schema: GraphQLSchema,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown>,
+): { values: Record<string, unknown> } | { errors: readonly GraphQLError[] } {
+  const definitions = operation.variableDefinitions ?? [];
+  if (definitions.length === 0) return { values: {} };
+  const coerced = getVariableValues(schema, definitions, variables, { maxErrors: 10 });
+  if (coerced.errors) return { errors: coerced.errors };
+  const values: Record<string, unknown> = {};
+  for (const definition of definitions) {
+    const name = definition.variable.name.value;
+    if (!Object.hasOwn(coerced.coerced, name)) continue;
+    const type = typeFromAST(schema, definition.type) as GraphQLInputType;
+    values[name] = asInput(type, coerced.coerced[name]);
+  }
+  return { values };
+}
+
+/**
  * Runs operations through graphql-jit, which compiles a document into JavaScript that resolves
  * it, instead of graphql-js's generic interpreter: for the nested page (100 trainers × 10
  * creatures) far fewer objects and promises per field, which is most of its CPU (see
@@ -107,7 +134,13 @@ export class CompilingExecutor {
   private readonly seen = new WeakMap<DocumentNode, number>();
   private readonly compiled = new Map<DocumentNode, CompiledQuery>();
 
-  constructor(private readonly schema: GraphQLSchema) {}
+  /**
+   * @param remember told of each query text Apollo's pipeline has run compiled (see DirectQueries).
+   */
+  constructor(
+    private readonly schema: GraphQLSchema,
+    private readonly remember?: (source: string, query: KnownQuery) => void,
+  ) {}
 
   readonly execute: Executor = async (requestContext) => {
     const { document, request, operation, context: contextValue } = requestContext;
@@ -115,21 +148,12 @@ export class CompilingExecutor {
     const variables = request.variables ?? {};
     const compiled = this.compiledFor(document);
     if (compiled) {
-      // graphql-jit's own variable handling differs from graphql-js: its errors name the wrong
-      // variable and carry no location, and it refuses a variable or input field left out that
-      // has a default. graphql-js coerces the variables (its messages, BAD_USER_INPUT), and the
-      // compiled query gets them back in input form, defaults filled in.
-      const definitions = operation.variableDefinitions ?? [];
-      const coerced = getVariableValues(this.schema, definitions, variables, { maxErrors: 10 });
-      if (coerced.errors) return { errors: coerced.errors };
-      const input: Record<string, unknown> = {};
-      for (const definition of definitions) {
-        const name = definition.variable.name.value;
-        if (!Object.hasOwn(coerced.coerced, name)) continue;
-        const type = typeFromAST(this.schema, definition.type) as GraphQLInputType;
-        input[name] = asInput(type, coerced.coerced[name]);
+      if (this.remember && request.query !== undefined) {
+        this.remember(request.query, { document, operation, operationName: operation.name?.value ?? null, compiled });
       }
-      const result = (await compiled.query(undefined, contextValue, input)) as ExecutionResult;
+      const input = compiledVariables(this.schema, operation, variables);
+      if ('errors' in input) return input;
+      const result = (await compiled.query(undefined, contextValue, input.values)) as ExecutionResult;
       return result.errors ? { ...result, errors: result.errors.map(asGraphQLError) } : result;
     }
     return execute({ schema: this.schema, document, contextValue, variableValues: variables, operationName });

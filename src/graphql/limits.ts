@@ -183,8 +183,7 @@ export function costChecker(
   };
 }
 
-export function costLimitPlugin(schema: GraphQLSchema): ApolloServerPlugin {
-  const check = costChecker(schema);
+export function costLimitPlugin(check: ReturnType<typeof costChecker>): ApolloServerPlugin {
   const hooks: GraphQLRequestListener<BaseContext> = {
     async didResolveOperation({ document, request, operationName, operation }) {
       const error = check(document, operation, operationName ?? undefined, request.variables ?? {});

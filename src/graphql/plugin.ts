@@ -1,6 +1,6 @@
 import { ApolloServer, type GraphQLRequestListener } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import fastifyApollo from '@as-integrations/fastify';
+import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { getNamedType, GraphQLError, isIntrospectionType, OperationTypeNode, type DocumentNode, type ValidationRule } from 'graphql';
@@ -15,7 +15,8 @@ import type { Services } from '../services';
 import type { GraphQLContext } from './context';
 import { createFormatError, errorLoggingPlugin } from './format-error';
 import { landingPageCsp, landingPagePlugin, registerIdeRoutes } from './ide';
-import { costLimitPlugin, limitRules, LIMITS, repeatedSelectionsGuard } from './limits';
+import { costChecker, costLimitPlugin, limitRules, LIMITS, repeatedSelectionsGuard } from './limits';
+import { DirectQueries } from './direct';
 import { CompilingExecutor } from './executor';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
@@ -95,12 +96,24 @@ export async function registerGraphQL(
   config: Config,
   services: Services,
   requireDatabase: onRequestAsyncHookHandler,
-  options: { sessionCheckMs?: number } = {},
+  options: { sessionCheckMs?: number; directAnswers?: { count: number } } = {},
 ): Promise<void> {
   const schema = await buildGraphQLSchema();
+  const checkCost = costChecker(schema);
+  const contextFor = (request: FastifyRequest): GraphQLContext => ({
+    services,
+    loaders: new Loaders(services, request.auth),
+    auth: request.auth,
+    selfIds: new Set(),
+    request,
+    log: request.log,
+    clientIp: request.ip,
+  });
+  // Queries Apollo has run compiled are answered again without its pipeline (see DirectQueries).
+  const direct = new DirectQueries(schema, checkCost, contextFor, options.directAnswers);
   const apollo = new ApolloServer<GraphQLContext>({
     // Apollo parses, validates and formats; graphql-jit executes (see CompilingExecutor).
-    gateway: new CompilingExecutor(schema).gateway(),
+    gateway: new CompilingExecutor(schema, (source, query) => direct.remember(source, query)).gateway(),
     validationRules: [...limitRules(), ...(config.graphqlIntrospection ? [] : [noIntrospection])],
     parseOptions: { maxTokens: LIMITS.tokens },
     documentStore: documentStore(),
@@ -118,7 +131,7 @@ export async function registerGraphQL(
     stopOnTerminationSignals: false,
     plugins: [
       { requestDidStart: async () => OPERATION_NAME_HOOKS },
-      costLimitPlugin(schema),
+      costLimitPlugin(checkCost),
       // The schema has no @cacheControl hints and every answer depends on the caller's token: the
       // default plugin would only wrap every field's resolution to compute `no-store` hints.
       ApolloServerPluginCacheControlDisabled(),
@@ -146,18 +159,13 @@ export async function registerGraphQL(
     );
     scope.addHook('preHandler', repeatedSelectionsGuard());
     methodNotAllowed(scope, '/graphql', ['GET', 'POST', 'OPTIONS']);
-    await scope.register(fastifyApollo(apollo), {
-      path: '/graphql',
-      context: async (request): Promise<GraphQLContext> => {
-        return {
-          services,
-          loaders: new Loaders(services, request.auth),
-          auth: request.auth,
-          selfIds: new Set(),
-          request,
-          log: request.log,
-          clientIp: request.ip,
-        };
+    const apolloHandler = fastifyApolloHandler(apollo, { context: async (request) => contextFor(request) });
+    scope.route<{ Reply: string }>({
+      method: ['GET', 'POST', 'OPTIONS'],
+      url: '/graphql',
+      handler: async (request, reply) => {
+        const answer = await direct.answer(request, (type) => void reply.type(type));
+        return answer ?? apolloHandler.call(scope, request, reply);
       },
     });
   });

@@ -35,7 +35,7 @@ interface PoolLike {
 export function registerObservability(
   app: FastifyInstance,
   dataSource: DataSource,
-  statements: { count: number },
+  { statements, directAnswers }: { statements: { count: number }; directAnswers: { count: number } },
   metricsToken: string | undefined,
   hasher?: Pick<PasswordHasher, 'load'>,
 ): void {
@@ -88,6 +88,15 @@ export function registerObservability(
     collect() {
       this.reset();
       this.inc(statements.count);
+    },
+  });
+  new Counter({
+    name: 'graphql_direct_answers_total',
+    help: "GraphQL queries answered from their compiled plan without Apollo Server's request pipeline (texts Apollo has run before)",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(directAnswers.count);
     },
   });
 

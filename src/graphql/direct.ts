@@ -1,0 +1,103 @@
+import type { FastifyRequest } from 'fastify';
+import { OperationTypeNode, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import type { CompiledQuery } from 'graphql-jit';
+import type { GraphQLContext } from './context';
+import { compiledVariables } from './executor';
+import type { costChecker } from './limits';
+
+/** A query Apollo has parsed, validated, checked and run compiled: what answering it again takes. */
+export interface KnownQuery {
+  readonly document: DocumentNode;
+  readonly operation: OperationDefinitionNode;
+  /** As Apollo names it to plugins: the operation's own name, or null. */
+  readonly operationName: string | null;
+  readonly compiled: CompiledQuery;
+}
+
+/** Query texts kept at once (least recently used first out); each is at most 2 KB (see executor.ts). */
+const MAX_KNOWN = 256;
+
+/**
+ * Answers again, without Apollo's per-request pipeline, a query that went through all of it
+ * before. Apollo's pipeline (the body's checks, the query's SHA-256 for its document cache, the
+ * plugins' hooks, content negotiation, a dozen promises) cost a `trainer(id)` about as much CPU as
+ * the rest of the request together (bench/README.md). What it decides about a query text never
+ * changes: the schema is fixed, and so are the validation rules, the depth, alias and directive
+ * limits. So once Apollo has run a text compiled (see CompilingExecutor), the text is remembered
+ * here, and the same text comes back answered from its compiled plan, with what depends on the
+ * request done again exactly as Apollo's plugins do it: the cost limit (it depends on the
+ * variables), the variables' coercion, the operation name for logs and metrics.
+ *
+ * Only the plain case is taken: a POST of `{ query, variables?, operationName? }` naming the
+ * remembered operation, a query (never a mutation), an `Accept` Apollo answers with JSON, and an
+ * answer without errors. Anything else (another key such as `extensions`, a variable that does
+ * not fit, a cost over the limit, an error while resolving) goes to Apollo, which decides and
+ * formats it as it always has; a query that failed is then run again there, which only a read
+ * can afford, hence queries only.
+ */
+export class DirectQueries {
+  private readonly known = new Map<string, KnownQuery>();
+
+  /** @param answered counts the queries answered here (GET /metrics shows it). */
+  constructor(
+    private readonly schema: GraphQLSchema,
+    private readonly checkCost: ReturnType<typeof costChecker>,
+    private readonly contextFor: (request: FastifyRequest) => GraphQLContext,
+    private readonly answered: { count: number } = { count: 0 },
+  ) {}
+
+  /** Called by the executor when Apollo's pipeline has run `source` compiled. */
+  remember(source: string, query: KnownQuery): void {
+    if (query.operation.operation !== OperationTypeNode.QUERY || this.known.has(source)) return;
+    this.known.set(source, query);
+    if (this.known.size > MAX_KNOWN) this.known.delete(this.known.keys().next().value!);
+  }
+
+  /** The answer's text when this request can be answered here, else undefined (Apollo answers it). */
+  async answer(request: FastifyRequest, setContentType: (type: string) => void): Promise<string | undefined> {
+    if (request.method !== 'POST') return undefined;
+    const body = request.body as Record<string, unknown> | null | undefined;
+    if (typeof body?.query !== 'string') return undefined;
+    const query = this.known.get(body.query);
+    if (!query) return undefined;
+    for (const key in body) if (key !== 'query' && key !== 'variables' && key !== 'operationName') return undefined;
+    const { variables, operationName } = body;
+    if (operationName !== undefined && operationName !== null && operationName !== query.operationName) return undefined;
+    if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return undefined;
+    const contentType = answerType(request.headers.accept);
+    if (contentType === undefined) return undefined;
+
+    const given = (variables ?? {}) as Record<string, unknown>;
+    if (this.checkCost(query.document, query.operation, query.operationName ?? undefined, given)) return undefined;
+    const input = compiledVariables(this.schema, query.operation, given);
+    if ('errors' in input) return undefined;
+    request.operationName = query.operationName;
+    const result = (await query.compiled.query(undefined, this.contextFor(request), input.values)) as ExecutionResult;
+    if (result.errors) return undefined;
+    this.answered.count += 1;
+    setContentType(contentType);
+    // Apollo's own text for a result without errors or extensions.
+    return `${JSON.stringify({ data: result.data })}\n`;
+  }
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json; charset=utf-8';
+/**
+ * The `Accept` headers clients send most, with the type Apollo's negotiation answers them with;
+ * any other goes through Apollo's negotiation.
+ */
+const ANSWER_TYPES = new Map<string | undefined, string>([
+  [undefined, JSON_TYPE],
+  ['*/*', JSON_TYPE],
+  ['application/json', JSON_TYPE],
+  ['application/graphql-response+json', GRAPHQL_RESPONSE_TYPE],
+  // Apollo Client's, graphql-request's and urql's.
+  ['application/graphql-response+json,application/json;q=0.9', GRAPHQL_RESPONSE_TYPE],
+  ['application/graphql-response+json, application/json;q=0.9', GRAPHQL_RESPONSE_TYPE],
+  ['application/graphql-response+json, application/graphql+json, application/json', GRAPHQL_RESPONSE_TYPE],
+]);
+
+function answerType(accept: string | undefined): string | undefined {
+  return ANSWER_TYPES.get(accept);
+}

@@ -1,0 +1,158 @@
+import { databases, startTestApp, type TestApp } from '../helpers/app';
+import { createCreature, createTrainer, type TrainerFixture } from '../helpers/factories';
+import type { GraphQLBody } from '../helpers/graphql';
+
+/*
+ * A query text Apollo has run compiled (its 10th run; src/graphql/executor.ts) is answered again
+ * without Apollo's request pipeline (src/graphql/direct.ts). Those answers must be Apollo's own,
+ * to the byte and header, and everything Apollo would refuse or report must still be Apollo's
+ * answer. A request with `"extensions": {}` is always Apollo's (only plain requests are taken),
+ * which gives each direct answer an Apollo answer to be compared with; /metrics counts the
+ * direct ones.
+ */
+const LEARN = 10;
+describe.each(databases)('queries answered without Apollo’s pipeline on %s', (kind) => {
+  let t: TestApp;
+  let me: TrainerFixture;
+  let other: TrainerFixture;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    me = await createTrainer(t.app);
+    other = await createTrainer(t.app);
+    for (const name of ['Ada', 'Bo']) await createCreature(t.app, other.trainer.id, { name });
+  });
+  afterAll(async () => t.close());
+
+  const post = async (body: Record<string, unknown>, headers: Record<string, string> = {}, token: string | undefined = me.token) => {
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
+      payload: JSON.stringify(body),
+    });
+    const { date: _date, 'x-request-id': _id, ...kept } = response.headers;
+    return { status: response.statusCode, headers: kept, body: response.body };
+  };
+  const parsed = (answer: { body: string }) => JSON.parse(answer.body) as GraphQLBody;
+  const direct = async (): Promise<number> => {
+    const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    return Number(/^graphql_direct_answers_total (\d+)$/m.exec(text)?.[1]);
+  };
+  /** Sends `body` until Apollo has run it compiled. */
+  const learn = async (body: Record<string, unknown>, token?: string) => {
+    for (let i = 0; i < LEARN; i += 1) expect((await post(body, {}, token)).status).toBe(200);
+  };
+  /** The answer to `body` directly and through Apollo, and how many direct answers it made. */
+  const both = async (body: Record<string, unknown>, headers: Record<string, string> = {}, token?: string) => {
+    const before = await direct();
+    const answer = await post(body, headers, token);
+    const counted = (await direct()) - before;
+    const apollo = await post({ ...body, extensions: {} }, headers, token);
+    expect((await direct()) - before).toBe(counted);
+    return { answer, apollo, counted };
+  };
+
+  const TRAINER = 'query Trainer($id: ID!) { trainer(id: $id) { id nickname email team creaturesOwned createdAt } me { id email } }';
+
+  it.each([
+    ['no Accept', {}],
+    ['Accept: */*', { accept: '*/*' }],
+    ['Accept: application/json', { accept: 'application/json' }],
+    ['Accept: application/graphql-response+json', { accept: 'application/graphql-response+json' }],
+    ["Apollo Client's Accept", { accept: 'application/graphql-response+json,application/json;q=0.9' }],
+    ['Accept of graphql-request', { accept: 'application/graphql-response+json, application/graphql+json, application/json' }],
+  ])('answers a known query as Apollo does, status, headers and body, with %s', async (_name, headers) => {
+    const body = { query: TRAINER, variables: { id: String(other.trainer.id) }, operationName: 'Trainer' };
+    await learn(body);
+    const { answer, apollo, counted } = await both(body, headers);
+    expect(counted).toBe(1);
+    expect(answer).toEqual(apollo);
+    expect(answer.status).toBe(200);
+    expect(answer.headers['cache-control']).toBe('no-store');
+    expect(JSON.parse(answer.body)).toEqual({
+      data: {
+        trainer: {
+          id: String(other.trainer.id),
+          nickname: other.trainer.nickname,
+          email: null,
+          team: other.trainer.team,
+          creaturesOwned: 2,
+          createdAt: expect.any(String),
+        },
+        me: { id: String(me.trainer.id), email: me.trainer.email },
+      },
+    });
+  });
+
+  it('answers from the database as it is now, not as it was when the query was learned', async () => {
+    const query = 'query Mine($id: ID!) { trainer(id: $id) { creaturesOwned creatures(limit: 5) { name } } }';
+    const body = { query, variables: { id: String(me.trainer.id) } };
+    await learn(body);
+    await createCreature(t.app, me.trainer.id, { name: 'Cy' });
+    const { answer, counted } = await both(body);
+    expect(counted).toBe(1);
+    expect(JSON.parse(answer.body)).toEqual({ data: { trainer: { creaturesOwned: 1, creatures: [{ name: 'Cy' }] } } });
+  });
+
+  it('counts direct answers by their operation name at /metrics', async () => {
+    const body = { query: 'query NamedForMetrics { me { id } }' };
+    await learn(body);
+    for (let i = 0; i < 3; i += 1) await post(body);
+    const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const line = text.split('\n').find((l) => l.startsWith('http_requests_total{') && l.includes('operation="NamedForMetrics"'));
+    expect(line).toMatch(/status="200"\} 13$/);
+  });
+
+  it.each([
+    ['a variable that does not fit its type', { variables: { id: { not: 'an id' } } }, undefined, 400, 'BAD_USER_INPUT'],
+    ['a missing variable', { variables: {} }, undefined, 400, 'BAD_USER_INPUT'],
+    ['an operation name the document does not have', { operationName: 'Other' }, undefined, 400, 'BAD_USER_INPUT'],
+    ['no token (an error while resolving)', {}, '', 200, 'UNAUTHENTICATED'],
+    ['a token that is not valid', {}, 'not-a-token', 200, 'UNAUTHENTICATED'],
+  ])('leaves %s to Apollo', async (_name, change, token, status, code) => {
+    const body = { query: TRAINER, variables: { id: String(other.trainer.id) } };
+    await learn(body);
+    const { answer, apollo, counted } = await both({ ...body, ...change }, {}, token);
+    expect(counted).toBe(0);
+    expect(answer).toEqual(apollo);
+    expect(answer.status).toBe(status);
+    expect(parsed(answer).errors?.[0].extensions?.code).toBe(code);
+  });
+
+  it('leaves to Apollo an Accept it must negotiate, and answers one it cannot serve with 406', async () => {
+    const body = { query: TRAINER, variables: { id: String(other.trainer.id) } };
+    await learn(body);
+    const html = await both(body, { accept: 'text/html' });
+    expect([html.counted, html.answer.status]).toEqual([0, 406]);
+    expect(html.answer).toEqual(html.apollo);
+    const preferred = await both(body, { accept: 'application/json;q=0.5, application/graphql-response+json' });
+    expect(preferred.counted).toBe(0);
+    expect(preferred.answer.headers['content-type']).toBe('application/graphql-response+json; charset=utf-8');
+  });
+
+  it('checks the cost of every request against its own variables', async () => {
+    const query = 'query Costly($n: Int!) { trainers(limit: $n) { items { creatures(limit: 50) { id } } } }';
+    await learn({ query, variables: { n: 2 } });
+    const { answer, apollo, counted } = await both({ query, variables: { n: 100 } });
+    expect(counted).toBe(0);
+    expect(answer).toEqual(apollo);
+    expect(answer.status).toBe(400);
+    expect(parsed(answer).errors?.[0]).toMatchObject({ message: expect.stringMatching(/cost/), extensions: { code: 'BAD_USER_INPUT' } });
+  });
+
+  it('never answers a mutation itself: each runs once, through Apollo', async () => {
+    const query =
+      'mutation Add($name: String!) { createCreature(trainerId: "' + me.trainer.id + '", input: { name: $name, speciesId: 1 }) { name } }';
+    const before = await direct();
+    for (let i = 0; i < LEARN + 3; i += 1) {
+      const answer = await post({ query, variables: { name: `Mut${i}` } });
+      expect(JSON.parse(answer.body)).toEqual({ data: { createCreature: { name: `Mut${i}` } } });
+    }
+    expect((await direct()) - before).toBe(0);
+    const page = await post({ query: `{ trainer(id: "${me.trainer.id}") { creatures(limit: 100) { name } } }` });
+    const names = (parsed(page) as GraphQLBody<{ trainer: { creatures: { name: string }[] } }>)
+      .data!.trainer.creatures.map((c) => c.name)
+      .filter((n) => n.startsWith('Mut'));
+    expect(names).toHaveLength(LEARN + 3);
+  });
+});
