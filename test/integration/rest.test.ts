@@ -139,6 +139,20 @@ describe.each(databases)('REST shim on %s', (kind) => {
     expect(still.statusCode).toBe(200);
   });
 
+  it('answers a logged-out token 401 before anything about its input, on the routes that check the caller with their read', async () => {
+    const { token } = await signIn(t.app, me.trainer.id);
+    const headers = { authorization: `Bearer ${token}` };
+    const bad = ['/trainer?limit=abc', '/trainer?offset=-1&team=NONE', '/trainer/abc', '/trainer/1.5'];
+    for (const url of bad) expectProblem(await t.app.inject({ method: 'GET', url, headers }), 400, 'BAD_USER_INPUT');
+    const logout = await t.app.inject({ method: 'POST', url: '/trainer/logout', headers });
+    expect(logout.statusCode).toBe(204);
+    for (const url of [...bad, '/trainer?limit=5', `/trainer/${me.trainer.id}`]) {
+      const res = await t.app.inject({ method: 'GET', url, headers });
+      expect([url, res.statusCode]).toEqual([url, 401]);
+      expectProblem(res, 401, 'UNAUTHENTICATED');
+    }
+  });
+
   it('answers NOT_FOUND for a creature that belongs to another trainer than the path’s, on GET, PATCH and DELETE', async () => {
     const theirs = await createCreature(t.app, other.trainer.id);
     expectProblem(
