@@ -1,5 +1,5 @@
 import { databases, startTestApp, type TestApp } from '../helpers/app';
-import { createCreature, createTrainer, type TrainerFixture } from '../helpers/factories';
+import { createCreature, createTrainer, signIn, type TrainerFixture } from '../helpers/factories';
 import { document, errorCode, gql } from '../helpers/graphql';
 
 interface TrainerView {
@@ -62,6 +62,23 @@ describe.each(databases)('reading trainers on %s', (kind) => {
     expect(none.data!.trainerByNickname).toBeNull();
     expect(errorCode(await gql(t.app, BY_NICKNAME, { n: other.trainer.nickname }))).toBe('UNAUTHENTICATED');
     expect(errorCode(await gql(t.app, BY_NICKNAME, { n: 'x'.repeat(33) }, viewer.token))).toBe('BAD_USER_INPUT');
+  });
+
+  it('refuses a page to a caller without a valid token or whose session ended, before anything about its arguments', async () => {
+    const { token } = await signIn(t.app, viewer.trainer.id);
+    const bad = { limit: 101, offset: 0 };
+    expect(errorCode(await gql(t.app, PAGE, bad, token))).toBe('BAD_USER_INPUT');
+    for (const anonymous of [undefined, 'not-a-token']) {
+      expect(errorCode(await gql(t.app, PAGE, bad, anonymous))).toBe('UNAUTHENTICATED');
+      expect(errorCode(await gql(t.app, PAGE, { limit: 2, offset: 0 }, anonymous))).toBe('UNAUTHENTICATED');
+    }
+    const logout = await t.app.inject({ method: 'POST', url: '/trainer/logout', headers: { authorization: `Bearer ${token}` } });
+    expect(logout.statusCode).toBe(204);
+    for (const variables of [bad, { limit: 2, offset: 0 }]) {
+      const res = await gql(t.app, PAGE, variables, token);
+      expect(errorCode(res)).toBe('UNAUTHENTICATED');
+      expect(res.data).toBeNull();
+    }
   });
 
   it('answers null for an id that does not exist', async () => {
