@@ -91,6 +91,8 @@ export class RequestAuth {
 
   async alongside<T>(read: (viewerId: number) => Promise<T>): Promise<T> {
     const id = this.tokenId();
+    // Known already to be nobody (a session that has ended): no read for it.
+    if (this.knownViewer === null) throw refused(this.authorization);
     const [viewer, result] = await Promise.allSettled([this.requireViewer(), read(id)]);
     if (viewer.status === 'rejected') throw viewer.reason;
     if (result.status === 'rejected') throw result.reason;

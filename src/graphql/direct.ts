@@ -14,7 +14,10 @@ export interface KnownQuery {
   readonly compiled: CompiledQuery;
 }
 
-/** Query texts kept at once (least recently used first out); each is at most 2 KB (see executor.ts). */
+/**
+ * Query texts kept at once, the oldest out first (one put out is remembered again the next time
+ * Apollo runs it compiled); each is at most 2 KB (see executor.ts).
+ */
 const MAX_KNOWN = 256;
 
 /**
@@ -32,11 +35,14 @@ const MAX_KNOWN = 256;
  * remembered operation, a query (never a mutation), an `Accept` Apollo answers with JSON, and an
  * answer without errors. Anything else (another key such as `extensions`, a variable that does
  * not fit, a cost over the limit, an error while resolving) goes to Apollo, which decides and
- * formats it as it always has; a query that failed is then run again there, which only a read
- * can afford, hence queries only.
+ * formats it as it always has. A query that ran here and failed is not run again: Apollo reports
+ * the result it had (CompilingExecutor asks ranFor), so its errors are written and logged as
+ * Apollo's own. Mutations are left to Apollo whole.
  */
 export class DirectQueries {
   private readonly known = new Map<string, KnownQuery>();
+  /** Results with errors, left for Apollo to report (see ranFor). */
+  private readonly failed = new WeakMap<object, { source: string; result: ExecutionResult }>();
 
   /** @param answered counts the queries answered here (GET /metrics shows it). */
   constructor(
@@ -51,6 +57,15 @@ export class DirectQueries {
     if (query.operation.operation !== OperationTypeNode.QUERY || this.known.has(source)) return;
     this.known.set(source, query);
     if (this.known.size > MAX_KNOWN) this.known.delete(this.known.keys().next().value!);
+  }
+
+  /** The result this request's query text already had here, when Apollo is to report its errors; once. */
+  ranFor(request: unknown, source: string | undefined): ExecutionResult | undefined {
+    if (typeof request !== 'object' || request === null) return undefined;
+    const ran = this.failed.get(request);
+    if (!ran) return undefined;
+    this.failed.delete(request);
+    return ran.source === source ? ran.result : undefined;
   }
 
   /** The answer's text when this request can be answered here, else undefined (Apollo answers it). */
@@ -73,7 +88,11 @@ export class DirectQueries {
     if ('errors' in input) return undefined;
     request.operationName = query.operationName;
     const result = (await query.compiled.query(undefined, this.contextFor(request), input.values)) as ExecutionResult;
-    if (result.errors) return undefined;
+    if (result.errors) {
+      // Apollo reports them (formatting, status, logging) from this very result: the query is not run again.
+      this.failed.set(request, { source: body.query, result });
+      return undefined;
+    }
     this.answered.count += 1;
     setContentType(contentType);
     // Apollo's own text for a result without errors or extensions.

@@ -135,21 +135,28 @@ export class CompilingExecutor {
   private readonly compiled = new Map<DocumentNode, CompiledQuery>();
 
   /**
-   * @param remember told of each query text Apollo's pipeline has run compiled (see DirectQueries).
+   * @param direct told of each query text Apollo's pipeline has run compiled, and asked for the
+   *   result of a query it already ran for the request (see DirectQueries).
    */
   constructor(
     private readonly schema: GraphQLSchema,
-    private readonly remember?: (source: string, query: KnownQuery) => void,
+    private readonly direct?: {
+      remember(source: string, query: KnownQuery): void;
+      ranFor(request: unknown, source: string | undefined): ExecutionResult | undefined;
+    },
   ) {}
 
   readonly execute: Executor = async (requestContext) => {
     const { document, request, operation, context: contextValue } = requestContext;
     const operationName = request.operationName ?? null;
     const variables = request.variables ?? {};
+    // Run already by DirectQueries, which left its errors to Apollo: never run twice.
+    const ran = this.direct?.ranFor(contextValue.request, request.query);
+    if (ran) return ran.errors ? { ...ran, errors: ran.errors.map(asGraphQLError) } : ran;
     const compiled = this.compiledFor(document);
     if (compiled) {
-      if (this.remember && request.query !== undefined) {
-        this.remember(request.query, { document, operation, operationName: operation.name?.value ?? null, compiled });
+      if (this.direct && request.query !== undefined) {
+        this.direct.remember(request.query, { document, operation, operationName: operation.name?.value ?? null, compiled });
       }
       const input = compiledVariables(this.schema, operation, variables);
       if ('errors' in input) return input;

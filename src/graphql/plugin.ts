@@ -113,7 +113,7 @@ export async function registerGraphQL(
   const direct = new DirectQueries(schema, checkCost, contextFor, options.directAnswers);
   const apollo = new ApolloServer<GraphQLContext>({
     // Apollo parses, validates and formats; graphql-jit executes (see CompilingExecutor).
-    gateway: new CompilingExecutor(schema, (source, query) => direct.remember(source, query)).gateway(),
+    gateway: new CompilingExecutor(schema, direct).gateway(),
     validationRules: [...limitRules(), ...(config.graphqlIntrospection ? [] : [noIntrospection])],
     parseOptions: { maxTokens: LIMITS.tokens },
     documentStore: documentStore(),

@@ -119,6 +119,24 @@ describe.each(databases)('queries answered without Apollo’s pipeline on %s', (
     expect(parsed(answer).errors?.[0].extensions?.code).toBe(code);
   });
 
+  it('runs a known query that fails once: Apollo reports the errors it had, with what it read', async () => {
+    const body = { query: 'query Failing { trainers(limit: 2) { items { id } } me { id creatures(limit: 101) { id } } }' };
+    for (let i = 0; i < LEARN; i += 1) await post(body);
+    const statementsOf = async (sent: Record<string, unknown>) => {
+      const metric = async () =>
+        Number(/^db_statements_total (\d+)$/m.exec((await t.app.inject({ method: 'GET', url: '/metrics' })).body)?.[1]);
+      const before = await metric();
+      const answer = await post(sent);
+      return { answer, statements: (await metric()) - before };
+    };
+    const viaApollo = await statementsOf({ ...body, extensions: {} });
+    const tried = await statementsOf(body);
+    expect(tried.answer).toEqual(viaApollo.answer);
+    expect(tried.statements).toBe(viaApollo.statements);
+    expect(viaApollo.statements).toBeGreaterThan(0);
+    expect(parsed(tried.answer).errors?.map((e) => [e.path, e.extensions?.code])).toEqual([[['me', 'creatures'], 'BAD_USER_INPUT']]);
+  });
+
   it('leaves to Apollo an Accept it must negotiate, and answers one it cannot serve with 406', async () => {
     const body = { query: TRAINER, variables: { id: String(other.trainer.id) } };
     await learn(body);
