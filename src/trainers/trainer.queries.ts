@@ -126,6 +126,44 @@ function mergedRead(
   };
 }
 
+/** Trainers as the REST shim shows them, as JSON text made by the database (see TrainerQueries.asJson). */
+export interface TrainerJson {
+  /** As anyone but the trainer sees it. */
+  readonly json: string;
+  /** As the trainer itself sees it (with its email): only for the trainers asked for as viewers. */
+  readonly own: string | null;
+}
+
+/**
+ * The JSON text of a trainer row (`t`) as the REST shim sends it: the Trainer schema of
+ * rest/schemas.ts, in the order its serializer writes them (`email`, only `withEmail`, last). Strings are quoted by
+ * the database's JSON_QUOTE / json_quote, which escape as JSON.stringify does; `createdAt` is
+ * ISO-8601 UTC with milliseconds, as Date.toISOString writes it.
+ */
+function trainerJson(isMysql: boolean, withEmail: boolean): string {
+  const quote = isMysql ? 'JSON_QUOTE' : 'json_quote';
+  // DATETIME(3) as text is 'YYYY-MM-DD HH:MM:SS.mmm' (cheaper for MariaDB than DATE_FORMAT).
+  const createdAt = isMysql ? "INSERT(CAST(t.created_at AS CHAR), 11, 1, 'T')" : "strftime('%Y-%m-%dT%H:%M:%f', t.created_at)";
+  const parts = [
+    `'{"id":'`,
+    't.id',
+    `',"nickname":'`,
+    `${quote}(t.nickname)`,
+    `',"firstName":'`,
+    `${quote}(t.first_name)`,
+    `',"lastName":'`,
+    `${quote}(t.last_name)`,
+    `',"team":'`,
+    `${quote}(t.team)`,
+    `',"creaturesOwned":'`,
+    CREATURE_COUNT,
+    `',"createdAt":"'`,
+    createdAt,
+    ...(withEmail ? [`'Z","email":'`, `${quote}(t.email)`, `'}'`] : [`'Z"}'`]),
+  ];
+  return isMysql ? `CONCAT(${parts.join(', ')})` : parts.join(' || ');
+}
+
 // The team is the Team constant itself: 100k copies of "MYSTIC" would cost megabytes.
 const toIndexRow = (row: IndexRowRead): IndexRow => ({
   id: sqlInt(row.id),
@@ -193,6 +231,32 @@ export class TrainerQueries {
     // Nothing to catch up with: no rows. Something, or no row to tell: undefined (read them apart).
     const caughtUp = index && rows.length > 0 && Number(rows[0].pending) === 0 ? [] : undefined;
     return { trainers, liveSessions, indexRows: caughtUp };
+  }
+
+  /**
+   * The JSON text (see TrainerJson) of the trainers in `ids` and in the inclusive id `ranges`, and
+   * for those in `viewers` also as they see themselves. REST pages send it as it is: the database
+   * writes what mysql2 would otherwise parse column by column into objects that would then be
+   * serialized, so the service's one thread does less per trainer (see bench/README). Padded to a
+   * few shapes and prepared, like mergedRead.
+   */
+  async asJson(
+    ids: readonly number[],
+    ranges: readonly (readonly [number, number])[],
+    viewers: readonly number[],
+  ): Promise<Map<number, TrainerJson>> {
+    const isMysql = this.sql.isMysql;
+    const idList = shaped(ids, NO_ID);
+    const rangeList = shaped<readonly [number, number]>(ranges, [NO_ID, NO_ID], [0, ...SHAPES]);
+    const viewerList = shaped(viewers, NO_ID);
+    const rows = await this.sql.rows<{ id: number | string; json: string; own: string | null }>(
+      `SELECT t.id, ${trainerJson(isMysql, false)} AS json,` +
+        ` CASE WHEN t.id IN (${placeholders(viewerList.values.length)}) THEN ${trainerJson(isMysql, true)} END AS own` +
+        ` FROM trainer t WHERE t.id IN (${placeholders(idList.values.length)})${' OR t.id BETWEEN ? AND ?'.repeat(rangeList.values.length)}`,
+      [...viewerList.values, ...idList.values, ...rangeList.values.flat()],
+      { prepared: idList.fits && rangeList.fits && viewerList.fits },
+    );
+    return new Map(rows.map((row) => [sqlInt(row.id), { json: row.json, own: row.own }]));
   }
 
   /**

@@ -10,7 +10,7 @@ import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Team } from './team';
 import { Trainer as TrainerClass, type Trainer } from './trainer.entity';
-import type { IndexRead, IndexRow, TrainerField, TrainerQueries } from './trainer.queries';
+import type { IndexRead, IndexRow, TrainerField, TrainerJson, TrainerQueries } from './trainer.queries';
 
 export interface NewTrainer {
   readonly nickname: string;
@@ -68,14 +68,31 @@ const MAX_MERGED_PAGE = 25;
  * What the merged reads (TrainerService.reads) are asked: one trainer (with its count or not; when
  * `session` is set, the caller check: null unless that is an open session of the trainer), the
  * trainers of a page (ascending ids, consecutive in the index: read as one id range where they
- * are dense), or TrainerIndex's catch-up.
+ * are dense), the same as the JSON text of a REST page as `viewer` sees it (see
+ * TrainerQueries.asJson; a statement of its own in the same turn), or TrainerIndex's catch-up.
  */
 type TrainerRead =
   | { readonly id: number; readonly count: boolean; readonly session?: number }
   | { readonly page: readonly number[]; readonly count: boolean }
+  | { readonly json: readonly number[]; readonly viewer: number }
   | { readonly index: IndexRead };
 
-type ReadResult = Trainer | null | (Trainer | null)[] | IndexRow[];
+type ReadResult = Trainer | null | (Trainer | null)[] | (string | null)[] | IndexRow[];
+
+/** A page's ids (ascending) added to `ids`, or to `ranges` as one id range where they are dense (a filtered page's may lie far apart). */
+function addPage(page: readonly number[], ids: Set<number>, ranges: [number, number][]): void {
+  const first = page[0];
+  const last = page[page.length - 1];
+  if (last - first < 2 * page.length) ranges.push([first, last]);
+  else for (const id of page) ids.add(id);
+}
+
+/** The JSON text of a trainer as `viewer` sees it (its own email only), or null when it was not found. */
+const jsonFor = (found: Map<number, TrainerJson>, id: number, viewer: number): string | null => {
+  const trainer = found.get(id);
+  if (!trainer) return null;
+  return id === viewer && trainer.own !== null ? trainer.own : trainer.json;
+};
 
 export class TrainerService {
   /**
@@ -173,17 +190,19 @@ export class TrainerService {
     const ids = new Set<number>();
     const callers = new Set<number>();
     const ranges: [number, number][] = [];
+    const jsonIds = new Set<number>();
+    const jsonRanges: [number, number][] = [];
+    const viewers = new Set<number>();
     let withCounts = false;
     // One catch-up at a time per index, so at most one per batch; the others (should there be) are read alone.
     const index = keys.find((key) => 'index' in key);
     for (const key of keys) {
       if ('index' in key) continue;
-      if ('page' in key) {
-        const first = key.page[0];
-        const last = key.page[key.page.length - 1];
-        // A range only where the page is dense: a filtered page's ids may lie far apart.
-        if (last - first < 2 * key.page.length) ranges.push([first, last]);
-        else for (const id of key.page) ids.add(id);
+      if ('json' in key) {
+        addPage(key.json, jsonIds, jsonRanges);
+        viewers.add(key.viewer);
+      } else if ('page' in key) {
+        addPage(key.page, ids, ranges);
         withCounts ||= key.count;
       } else {
         ids.add(key.id);
@@ -192,10 +211,12 @@ export class TrainerService {
       }
     }
     // Counts are a column: read for all when any read asks (only those that asked keep theirs, below).
-    const found =
+    const [found, foundJson] = await Promise.all([
       ids.size === 0 && ranges.length === 0
         ? { trainers: new Map<number, Trainer>(), liveSessions: new Map<number, readonly number[]>(), indexRows: undefined }
-        : await this.queries.byIds([...ids], withCounts, [...callers], { ranges, index: index?.index });
+        : this.queries.byIds([...ids], withCounts, [...callers], { ranges, index: index?.index }),
+      viewers.size === 0 ? new Map<number, TrainerJson>() : this.queries.asJson([...jsonIds], jsonRanges, [...viewers]),
+    ]);
     // The catch-up's rows, when the merged read found there are some (trainers are added
     // rarely), and any other catch-up (never seen: one runs at a time), are read on their own.
     const otherIndexReads = new Map<TrainerRead, IndexRow[]>();
@@ -220,6 +241,7 @@ export class TrainerService {
     };
     return keys.map((key) => {
       if ('index' in key) return otherIndexReads.get(key) ?? found.indexRows!;
+      if ('json' in key) return key.json.map((id) => jsonFor(foundJson, id, key.viewer));
       if ('page' in key) return key.page.map((id) => take(id, key.count));
       const trainer = take(key.id, key.count);
       if (trainer && key.session !== undefined && !found.liveSessions.get(key.id)?.includes(key.session)) return null;
@@ -243,6 +265,25 @@ export class TrainerService {
     offset: number,
     { withCounts = false, after, filter = {}, alongside, fields }: TrainerPageOptions = {},
   ): Promise<TrainerPageResult> {
+    const { items, nextCursor, size } = await this.pageOf(limit, offset, after, filter, async (wanted) => {
+      const [trainers] = await Promise.all([this.pageTrainers(wanted, withCounts, fields), alongside?.(wanted)]);
+      return trainers;
+    });
+    const partial = fields !== undefined && size > MAX_MERGED_PAGE;
+    return { items, limit, offset, nextCursor, total: () => this.index.count(filter), partial };
+  }
+
+  /**
+   * The page of `page` and `profilePage`, each trainer as `read` gives it (null: not found, left out),
+   * its size in the index, and its nextCursor.
+   */
+  private async pageOf<T>(
+    limit: number,
+    offset: number,
+    after: string | undefined,
+    filter: TrainerConditions,
+    read: (ids: readonly number[]) => Promise<readonly (T | null)[]>,
+  ): Promise<{ items: T[]; nextCursor: string | null; size: number }> {
     if (after !== undefined && offset !== 0) {
       throw new AppError('BAD_USER_INPUT', 'With after, offset must be 0', [{ field: 'offset', message: 'must be 0 when after is given' }]);
     }
@@ -254,7 +295,6 @@ export class TrainerService {
     const caughtUp = this.index.sync();
     let ids = this.index.pageIds(limit, offset, afterId, filter);
     let pageIds = ids.slice(0, limit);
-    const read = (wanted: readonly number[]) => Promise.all([this.pageTrainers(wanted, withCounts, fields), alongside?.(wanted)]);
     let reading = read(pageIds);
     // Awaited below, or dropped: a failure is thrown there, never left unhandled if the catch-up fails first.
     reading.catch(() => undefined);
@@ -268,11 +308,10 @@ export class TrainerService {
       }
     }
     // A trainer removed by plain SQL since this process started is left out (see TrainerIndex).
-    const [found] = await reading;
-    const items = found.filter((trainer): trainer is Trainer => trainer !== null);
+    const found = await reading;
+    const items = found.filter((item): item is T => item !== null);
     const nextCursor = ids.length > limit ? this.cursors.encode(pageIds[pageIds.length - 1]) : null;
-    const partial = fields !== undefined && pageIds.length > MAX_MERGED_PAGE;
-    return { items, limit, offset, nextCursor, total: () => this.index.count(filter), partial };
+    return { items, nextCursor, size: pageIds.length };
   }
 
   /**
@@ -315,16 +354,34 @@ export class TrainerService {
     return profileOf(found, viewerId);
   }
 
-  /** A page of trainers with their counts as `viewerId` sees them, and the total of those matching: the index catch-up and the page's rows, whatever the page size. */
-  async profilePage(
+  /**
+   * A REST page of trainers as JSON text, as `viewerId` sees them (its own email only):
+   * `{ items, totalCount, limit, offset, nextCursor }`, totalCount counting those matching the
+   * filter; and its nextCursor. The trainers' JSON is written by the database (see
+   * TrainerQueries.asJson): the index catch-up, the caller check and the page's rows take two
+   * statements of the turn's merged reads, shared with every other request of that turn.
+   */
+  async profilePageJson(
     limit: number,
     offset: number,
     viewerId: number,
-    options: Omit<TrainerPageOptions, 'withCounts'> = {},
-  ): Promise<Page<TrainerProfile> & { totalCount: number; nextCursor: string | null }> {
-    const page = await this.page(limit, offset, { ...options, withCounts: true });
-    const items = page.items.map((trainer) => profileOf(trainer, viewerId));
-    return { items, totalCount: page.total(), limit, offset, nextCursor: page.nextCursor };
+    { after, filter = {} }: { after?: string; filter?: TrainerConditions } = {},
+  ): Promise<{ json: string; nextCursor: string | null }> {
+    const { items, nextCursor } = await this.pageOf(limit, offset, after, filter, (ids) => this.pageJson(ids, viewerId));
+    const cursor = nextCursor === null ? 'null' : JSON.stringify(nextCursor);
+    const json = `{"items":[${items.join(',')}],"totalCount":${this.index.count(filter)},"limit":${limit},"offset":${offset},"nextCursor":${cursor}}`;
+    return { json, nextCursor };
+  }
+
+  /** The JSON text of the trainers of a page as `viewer` sees them, in its order (null: not found); merged like pageTrainers. */
+  private async pageJson(ids: readonly number[], viewer: number): Promise<(string | null)[]> {
+    if (ids.length === 0) return [];
+    if (ids.length <= MAX_MERGED_PAGE) return this.reads.load({ json: ids, viewer }) as Promise<(string | null)[]>;
+    const alone = new Set<number>();
+    const ranges: [number, number][] = [];
+    addPage(ids, alone, ranges);
+    const found = await this.queries.asJson([...alone], ranges, [viewer]);
+    return ids.map((id) => jsonFor(found, id, viewer));
   }
 }
 

@@ -189,6 +189,46 @@ describe.each(databases)('REST shim on %s', (kind) => {
     }
   });
 
+  it('sends each trainer of a page as GET /trainer/:id sends it, odd names and whole seconds included, the caller with its email', async () => {
+    const odd = await createTrainer(t.app, {
+      firstName: 'Zoë "Zed" \\ O’Neil/',
+      lastName: '李 😀 </script> ẞ',
+      createdAt: new Date('2026-01-02T03:04:05.000Z'),
+    });
+    const next = await createTrainer(t.app, { firstName: 'Tab\u00a0Less', createdAt: new Date('2026-01-02T03:04:05.007Z') });
+    const [before] = await t.app.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM trainer WHERE id < ?', [
+      odd.trainer.id,
+    ]);
+    const single = async (id: number, viewer: TrainerFixture) =>
+      (await t.app.inject({ method: 'GET', url: `/trainer/${id}`, headers: auth(viewer) })).body;
+    // Pages of 2 and 3 go through the merged reads, one of 40 takes a statement of its own.
+    for (const [limit, offset] of [
+      [2, Number(before.n)],
+      [3, Number(before.n) - 1],
+      [40, Math.max(0, Number(before.n) - 20)],
+    ]) {
+      for (const viewer of [odd, next]) {
+        const res = await t.app.inject({ method: 'GET', url: `/trainer?limit=${limit}&offset=${offset}`, headers: auth(viewer) });
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+        const items = /^\{"items":\[(.*)\],"totalCount":\d+,"limit":\d+,"offset":\d+,"nextCursor":(null|"[^"]+")\}$/.exec(res.body);
+        expect(items).not.toBeNull();
+        const page = res.json<{ items: { id: number }[] }>();
+        expect(page.items.map((item) => item.id)).toEqual(expect.arrayContaining([odd.trainer.id, next.trainer.id]));
+        // Byte for byte what the single trainer's route (its schema's serializer) writes.
+        const expected = await Promise.all(page.items.map((item) => single(item.id, viewer)));
+        expect(items![1]).toBe(expected.join(','));
+        expect(page.items.find((item) => item.id === viewer.trainer.id)).toMatchObject({ email: viewer.email });
+        expect(page.items.filter((item) => 'email' in item)).toHaveLength(1);
+      }
+    }
+    expect(JSON.parse(await single(odd.trainer.id, odd))).toMatchObject({
+      firstName: 'Zoë "Zed" \\ O’Neil/',
+      lastName: '李 😀 </script> ẞ',
+      createdAt: '2026-01-02T03:04:05.000Z',
+    });
+  });
+
   it.each(['abc', '-1', '1e3', '1.5', '99999999999999999999', "1'%20OR%20'1'='1", '%20'])(
     'answers 400 BAD_USER_INPUT for the path id %s',
     async (id) => {
