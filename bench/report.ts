@@ -80,7 +80,7 @@ function checkTargets(report: Report): TargetCheck[] {
       ? { target, measured: '–', met: null }
       : { target, measured: show(value), met: met(value) };
   const ratio = (v: number) => `${fmt(v, 2)}×`;
-  const ms = (v: number) => `${fmt(v, 1)} ms`;
+  const ms = (v: number) => `${fmt(v, v < 10 ? 2 : 1)} ms`;
   const idle = row('GraphQL trainer(id)');
   const storm = row('GraphQL trainer(id) during 20 concurrent logins');
   const lastSoak = report.soak.at(-1);
@@ -107,13 +107,13 @@ function checkTargets(report: Report): TargetCheck[] {
       (v) => v >= 0.5,
       (v) => `${ratio(v)} (${fmt(list?.requestsPerSecond ?? NaN)} vs ${fmt(byId?.requestsPerSecond ?? NaN)} req/s)`,
     ),
-    // Mean latency at one connection: the p50 of a 1 ms request is reported as 0.5 or 1.
+    // At one connection the p50 is each answer's own time (see run in run.ts), not whole milliseconds.
     check(
-      'cursor page at the end: latency within 2× the first page (1 connection)',
-      end && first ? end.mean / first.mean : undefined,
+      'cursor page at the end: p50 within 2× the first page (1 connection)',
+      end && first ? end.p50 / first.p50 : undefined,
       (v) => v <= 2,
       (v) =>
-        `${ratio(v)} (mean ${fmt(end?.mean ?? NaN, 2)} vs ${fmt(first?.mean ?? NaN, 2)} ms; p50 ${fmt(end?.p50 ?? NaN, 1)} vs ${fmt(first?.p50 ?? NaN, 1)} ms)`,
+        `${ratio(v)} (p50 ${fmt(end?.p50 ?? NaN, 2)} vs ${fmt(first?.p50 ?? NaN, 2)} ms; mean ${fmt(end?.mean ?? NaN, 2)} vs ${fmt(first?.mean ?? NaN, 2)} ms)`,
     ),
     check('nicknameContains p50 ≤ 25 ms (1 connection)', row('GraphQL nicknameContains, 1 connection')?.p50, (v) => v <= 25, ms),
     check(
@@ -172,7 +172,7 @@ export function renderTable(report: Report): string {
     r.name,
     fmt(r.requestsPerSecond),
     fmt(r.ratio, 2),
-    fmt(r.p50, 1),
+    fmt(r.p50, r.p50 < 10 ? 2 : 1),
     fmt(r.p99, 1),
     fmt(r.statementsPerRequest, 2),
     String(r.errors),
@@ -203,7 +203,7 @@ export function renderMarkdown(report: Report, chartFile: string): string {
     '|---|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (r) =>
-        `| ${r.name}${r.note ? ` (${r.note})` : ''} | ${fmt(r.requestsPerSecond)} | ${fmt(r.ratio, 2)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.statementsPerRequest, 2)} | ${r.errors} |`,
+        `| ${r.name}${r.note ? ` (${r.note})` : ''} | ${fmt(r.requestsPerSecond)} | ${fmt(r.ratio, 2)} | ${fmt(r.p50, r.p50 < 10 ? 2 : 1)} | ${fmt(r.p99, 1)} | ${fmt(r.statementsPerRequest, 2)} | ${r.errors} |`,
     ),
     '',
     `Every case in one process: peak RSS ${report.memory.peakMb} MB, ${report.memory.rssMb} MB once they were done. A fresh process then served two consecutive soak runs of GraphQL trainer(id) (peak ${report.soakPeakMb ?? '–'} MB); RSS after each: ${report.soak.map((s) => `${s.rssMb} MB after ${s.requests} requests (${s.served} served since start)`).join('; ')}.`,
