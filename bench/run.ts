@@ -475,6 +475,24 @@ async function untilIdle(base: string): Promise<void> {
 }
 
 /**
+ * The RSS once V8 has given back what the load left: its memory reducer collects and compacts a
+ * heap that has stopped growing after several idle seconds (in a trial, 163 MB right after a
+ * sequence of the cases and 116 MB ten seconds later). Read each second until it has not fallen
+ * by more than 1 MB for 5 s, or for 30 s at most.
+ */
+async function settledRss(pid: number): Promise<number> {
+  let lowest = memory(pid).rssMb;
+  let steady = 0;
+  for (let waited = 0; waited < 30 && steady < 5; waited += 1) {
+    await sleep(1000);
+    const now = memory(pid).rssMb;
+    steady = now < lowest - 1 ? 0 : steady + 1;
+    lowest = Math.min(lowest, now);
+  }
+  return memory(pid).rssMb;
+}
+
+/**
  * Memory twice: the process that served every case (the nested pages grow V8's heap most), then
  * steady state on a fresh process, after each of two consecutive soak runs of trainer(id).
  */
@@ -482,7 +500,7 @@ async function measureMemory(trainerCase: CaseSpec, servers: Servers): Promise<P
   // Once the service is idle: logins the storm left queued are still being hashed (scrypt holds
   // 32 MB while it runs), and they would be counted as memory the service keeps.
   await untilIdle(servers.serviceBase);
-  const afterCases = memory(servers.service.pid!);
+  const afterCases = { ...memory(servers.service.pid!), settledMb: await settledRss(servers.service.pid!) };
   await servers.restartService();
   const soak: Report['soak'] = [];
   for (let i = 0; i < 2; i += 1) {
