@@ -126,6 +126,19 @@ function mergedRead(
   };
 }
 
+/** What TrainerQueries.asJson read: the trainers' JSON text, and the caller check's and the index's answers as in TrainersById. */
+export interface TrainersAsJson {
+  readonly json: Map<number, TrainerJson>;
+  readonly liveSessions: Map<number, readonly number[]>;
+  readonly indexRows?: IndexRow[];
+}
+
+/** A trainer from its JSON text as the trainer itself sees it (TrainerJson.own): the caller, when a turn reads only REST pages. */
+export function trainerFromJson(text: string): Trainer {
+  const { createdAt, ...rest } = JSON.parse(text) as Omit<Trainer, 'createdAt'> & { createdAt: string };
+  return Object.assign(new Trainer(), rest, { createdAt: new Date(createdAt) });
+}
+
 /** Trainers as the REST shim shows them, as JSON text made by the database (see TrainerQueries.asJson). */
 export interface TrainerJson {
   /** As anyone but the trainer sees it. */
@@ -238,26 +251,57 @@ export class TrainerQueries {
    * The JSON text (see TrainerJson) of the trainers in `ids` and in the inclusive id `ranges`, and
    * for those in `viewers` also as they see themselves. REST pages send it as it is: the database
    * writes what mysql2 would otherwise parse column by column into objects that would then be
-   * serialized, so the service's one thread does less per trainer (see bench/README). Padded to a
-   * few shapes and prepared, like mergedRead.
+   * serialized, so the service's one thread does less per trainer (see bench/README). With
+   * `callers` and `index`, it is also the turn's caller check and says whether the index has
+   * anything to catch up with, as mergedRead does (the callers must be among `ids` and `viewers`:
+   * their Trainer comes from their own JSON, see trainerFromJson). Padded to a few shapes and
+   * prepared, like mergedRead.
    */
   async asJson(
     ids: readonly number[],
     ranges: readonly (readonly [number, number])[],
     viewers: readonly number[],
-  ): Promise<Map<number, TrainerJson>> {
+    { callers = [], index }: { callers?: readonly number[]; index?: IndexRead } = {},
+  ): Promise<TrainersAsJson> {
     const isMysql = this.sql.isMysql;
     const idList = shaped(ids, NO_ID);
     const rangeList = shaped<readonly [number, number]>(ranges, [NO_ID, NO_ID], [0, ...SHAPES]);
     const viewerList = shaped(viewers, NO_ID);
-    const rows = await this.sql.rows<{ id: number | string; json: string; own: string | null }>(
+    // The caller check and the index's `pending`, as in mergedRead, when the turn has callers.
+    const check = callers.length > 0 || index !== undefined;
+    const callerList = shaped(callers, NO_ID);
+    const holes = shaped(index?.ids ?? [], NO_ID);
+    const rows = await this.sql.rows<{
+      id: number | string;
+      json: string;
+      own: string | null;
+      liveSessions?: string | Buffer | null;
+      pending?: number | string;
+    }>(
       `SELECT t.id, ${trainerJson(isMysql, false)} AS json,` +
         ` CASE WHEN t.id IN (${placeholders(viewerList.values.length)}) THEN ${trainerJson(isMysql, true)} END AS own` +
+        (check
+          ? `, ${liveSessionsColumn(callerList.values.length)} AS liveSessions,` +
+            ` EXISTS (SELECT 1 FROM trainer WHERE id > ? OR id IN (${placeholders(holes.values.length)})) AS pending`
+          : '') +
         ` FROM trainer t WHERE t.id IN (${placeholders(idList.values.length)})${' OR t.id BETWEEN ? AND ?'.repeat(rangeList.values.length)}`,
-      [...viewerList.values, ...idList.values, ...rangeList.values.flat()],
-      { prepared: idList.fits && rangeList.fits && viewerList.fits },
+      [
+        ...viewerList.values,
+        ...(check ? [...callerList.values, this.sql.date(new Date()), index?.afterId ?? MAX_ID, ...holes.values] : []),
+        ...idList.values,
+        ...rangeList.values.flat(),
+      ],
+      { prepared: idList.fits && rangeList.fits && viewerList.fits && callerList.fits && holes.fits },
     );
-    return new Map(rows.map((row) => [sqlInt(row.id), { json: row.json, own: row.own }]));
+    const json = new Map<number, TrainerJson>();
+    const liveSessions = new Map<number, readonly number[]>();
+    for (const row of rows) {
+      const id = sqlInt(row.id);
+      json.set(id, { json: row.json, own: row.own });
+      if (callers.length > 0) liveSessions.set(id, parseLiveSessions(row.liveSessions));
+    }
+    const caughtUp = index && rows.length > 0 && Number(rows[0].pending) === 0 ? [] : undefined;
+    return { json, liveSessions, indexRows: caughtUp };
   }
 
   /**

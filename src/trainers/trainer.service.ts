@@ -10,7 +10,15 @@ import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Team } from './team';
 import { Trainer as TrainerClass, type Trainer } from './trainer.entity';
-import type { IndexRead, IndexRow, TrainerField, TrainerJson, TrainerQueries } from './trainer.queries';
+import {
+  trainerFromJson,
+  type IndexRead,
+  type IndexRow,
+  type TrainerField,
+  type TrainerJson,
+  type TrainerQueries,
+  type TrainersById,
+} from './trainer.queries';
 
 export interface NewTrainer {
   readonly nickname: string;
@@ -210,13 +218,21 @@ export class TrainerService {
         withCounts ||= key.count;
       }
     }
+    // A turn of REST pages and their callers only (the REST lists' load): one statement, the pages
+    // as JSON text with the caller check and the index's `pending` (see TrainerQueries.asJson).
+    const pagesAndCallers =
+      viewers.size > 0 && keys.every((key) => 'json' in key || 'index' in key || ('id' in key && key.session !== undefined && !key.count));
     // Counts are a column: read for all when any read asks (only those that asked keep theirs, below).
-    const [found, foundJson] = await Promise.all([
-      ids.size === 0 && ranges.length === 0
-        ? { trainers: new Map<number, Trainer>(), liveSessions: new Map<number, readonly number[]>(), indexRows: undefined }
-        : this.queries.byIds([...ids], withCounts, [...callers], { ranges, index: index?.index }),
-      viewers.size === 0 ? new Map<number, TrainerJson>() : this.queries.asJson([...jsonIds], jsonRanges, [...viewers]),
-    ]);
+    const [found, foundJson] = pagesAndCallers
+      ? await this.readPagesAndCallers(jsonIds, jsonRanges, viewers, callers, index?.index)
+      : await Promise.all([
+          ids.size === 0 && ranges.length === 0
+            ? { trainers: new Map<number, Trainer>(), liveSessions: new Map<number, readonly number[]>(), indexRows: undefined }
+            : this.queries.byIds([...ids], withCounts, [...callers], { ranges, index: index?.index }),
+          viewers.size === 0
+            ? new Map<number, TrainerJson>()
+            : this.queries.asJson([...jsonIds], jsonRanges, [...viewers]).then((read) => read.json),
+        ]);
     // The catch-up's rows, when the merged read found there are some (trainers are added
     // rarely), and any other catch-up (never seen: one runs at a time), are read on their own.
     const otherIndexReads = new Map<TrainerRead, IndexRow[]>();
@@ -247,6 +263,30 @@ export class TrainerService {
       if (trainer && key.session !== undefined && !found.liveSessions.get(key.id)?.includes(key.session)) return null;
       return trainer;
     });
+  }
+
+  /**
+   * REST pages and the caller check in one statement: the callers are read as JSON too (as they
+   * see themselves) and made Trainers from it. A list costs the turn no statement of its own for
+   * its caller: GET /trainer went from 0.17 statements per request to 0.09 (see bench/README).
+   */
+  private async readPagesAndCallers(
+    pageIds: Set<number>,
+    ranges: [number, number][],
+    viewers: Set<number>,
+    callers: Set<number>,
+    index: IndexRead | undefined,
+  ): Promise<[TrainersById, Map<number, TrainerJson>]> {
+    const read = await this.queries.asJson([...new Set([...pageIds, ...callers])], ranges, [...new Set([...viewers, ...callers])], {
+      callers: [...callers],
+      index,
+    });
+    const trainers = new Map<number, Trainer>();
+    for (const id of callers) {
+      const own = read.json.get(id)?.own;
+      if (own) trainers.set(id, trainerFromJson(own));
+    }
+    return [{ trainers, liveSessions: read.liveSessions, indexRows: read.indexRows }, read.json];
   }
 
   /** The id and password hash for an email, for authentication only. */
@@ -381,7 +421,7 @@ export class TrainerService {
     const ranges: [number, number][] = [];
     addPage(ids, alone, ranges);
     const found = await this.queries.asJson([...alone], ranges, [viewer]);
-    return ids.map((id) => jsonFor(found, id, viewer));
+    return ids.map((id) => jsonFor(found.json, id, viewer));
   }
 }
 

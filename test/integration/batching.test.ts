@@ -208,10 +208,9 @@ describe.each(databases)('relation batching on %s', (kind) => {
     expect(statements).toHaveLength(1);
   });
 
-  it('answers a REST list in one turn: the caller check with whether the index has to catch up, and the page as JSON text read as one id range', async () => {
+  it('answers a REST list in one statement: the page as JSON text read as one id range, the caller check and whether the index has to catch up', async () => {
     const rest = (url: string) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${viewer.token}` } });
     const pageRead = () => statements.find((sql) => sql.includes(' AS json,'))!;
-    const callerRead = () => statements.find((sql) => sql.includes(' AS pending '))!;
     // Trainers registered since the last list, far apart: found by the catch-up, and the page is read again.
     const stem = unique('far').toLowerCase();
     const first = await createTrainer(t.app, { nickname: `${stem}_a` });
@@ -233,12 +232,12 @@ describe.each(databases)('relation batching on %s', (kind) => {
     const page = await rest('/trainer?limit=20&offset=5');
     expect(page.statusCode).toBe(200);
     expect(page.json<{ items: { id: number }[] }>().items.map((item) => item.id)).toEqual(expected.map((row) => Number(row.id)));
-    expect(statements).toHaveLength(2);
-    // Nothing to catch up with now: the caller's read said so (pending), with no statement of its own.
-    expect(callerRead()).toMatch(
-      / EXISTS \(SELECT 1 FROM trainer WHERE id > \? OR id IN \(\?\)\) AS pending FROM trainer t WHERE t\.id IN \(\?\)$/,
+    expect(statements).toHaveLength(1);
+    // Nothing to catch up with now: the page's read said so (pending), with no statement of its
+    // own; the caller is read by its id, the page as a range.
+    expect(pageRead()).toMatch(
+      / AS liveSessions, EXISTS \(SELECT 1 FROM trainer WHERE id > \? OR id IN \(\?\)\) AS pending FROM trainer t WHERE t\.id IN \(\?\) OR t\.id BETWEEN \? AND \?$/,
     );
-    expect(pageRead()).toMatch(/ FROM trainer t WHERE t\.id IN \(\?\) OR t\.id BETWEEN \? AND \?$/);
     // A filtered page whose trainers lie far apart is read by its ids, not by the stretch between them.
     statements.length = 0;
     const sparse = await rest(`/trainer?limit=5&nicknameContains=${stem}`);
@@ -248,13 +247,32 @@ describe.each(databases)('relation batching on %s', (kind) => {
       third.trainer.id,
     ]);
     expect(pageRead()).toMatch(/FROM trainer t WHERE t\.id IN \(\?, \?, \?, \?\)$/);
-    // A page of another size takes the same statement (two trainers, padded to one of its few
-    // shapes: four ids), prepared once per MySQL connection.
+    // A page of another size takes the same statement (the caller and two trainers, padded to one
+    // of its few shapes: four ids), prepared once per MySQL connection.
     const shape = pageRead();
     statements.length = 0;
     const two = await rest(`/trainer?limit=2&nicknameContains=${stem}`);
     expect(two.json<{ items: { id: number }[] }>().items.map((item) => item.id)).toEqual([first.trainer.id, second.trainer.id]);
     expect(pageRead()).toBe(shape);
+  });
+
+  it('checks callers in the statement of the REST pages of their turn: the same trainer as alone, none for an ended session', async () => {
+    const sid = Number((JSON.parse(Buffer.from(viewer.token.split('.')[1], 'base64url').toString()) as { sid: string }).sid);
+    const trainers = t.app.services.trainers;
+    const alone = await trainers.findCaller(viewer.trainer.id, sid);
+    expect(alone).toMatchObject({ id: viewer.trainer.id, email: viewer.email });
+    statements.length = 0;
+    const [together, ended, page] = await Promise.all([
+      trainers.findCaller(viewer.trainer.id, sid),
+      trainers.findCaller(viewer.trainer.id, sid + 1_000_000),
+      trainers.profilePageJson(5, 0, viewer.trainer.id),
+    ]);
+    expect(together).toEqual(alone);
+    expect(ended).toBeNull();
+    expect(JSON.parse(page.json)).toMatchObject({ limit: 5, offset: 0, items: expect.any(Array) });
+    // One statement: the pages' JSON, the callers' sessions and the index's pending.
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).toMatch(/ AS json, .* AS liveSessions, EXISTS .* AS pending FROM trainer t /);
   });
 
   it('answers a thousand pages asked for in one turn, in statements the database accepts', async () => {
@@ -304,7 +322,7 @@ describe.each(databases)('relation batching on %s', (kind) => {
     expect(new Set(pages.flat()).size).toBe(15);
     // The five pages' trainers are read together: the first page, which starts the index
     // catch-up, may be read on its own, and the four that waited for it share one statement.
-    const pageReads = statements.filter((sql) => /creatures_owned AS creaturesOwned.* FROM trainer t WHERE t\.id (IN|BETWEEN)/.test(sql));
+    const pageReads = statements.filter((sql) => / AS json,.* FROM trainer t WHERE t\.id (IN|BETWEEN)/.test(sql));
     expect(pageReads.length).toBeGreaterThanOrEqual(1);
     expect(pageReads.length).toBeLessThanOrEqual(2);
   });
