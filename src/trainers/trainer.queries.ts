@@ -77,6 +77,9 @@ const indexRowsStatement = ({ afterId, ids, limit }: IndexRead): BatchStatement 
   params: [afterId, ...ids],
 });
 
+/** Whether TrainerIndex has anything to catch up with (see mergedRead): its params are the afterId, then the holes. */
+const pendingColumn = (holes: number): string => `EXISTS (SELECT 1 FROM trainer WHERE id > ? OR id IN (${placeholders(holes)})) AS pending`;
+
 /** List lengths the merged read is prepared for (see mergedRead); longer lists are sent as they are. */
 const SHAPES = [1, 4, 16, 64, 256, 1024];
 /** Never an id (ids start at 1): pads lists up to their shape. */
@@ -117,7 +120,7 @@ function mergedRead(
   const holes = shaped(index?.ids ?? [], NO_ID);
   const sql =
     `SELECT ${COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned, ${liveSessionsColumn(callerList.values.length)} AS liveSessions,` +
-    ` EXISTS (SELECT 1 FROM trainer WHERE id > ? OR id IN (${placeholders(holes.values.length)})) AS pending` +
+    ` ${pendingColumn(holes.values.length)}` +
     ` FROM trainer t WHERE t.id IN (${placeholders(idList.values.length)})${' OR t.id BETWEEN ? AND ?'.repeat(rangeList.values.length)}`;
   return {
     sql,
@@ -280,10 +283,7 @@ export class TrainerQueries {
     }>(
       `SELECT t.id, ${trainerJson(isMysql, false)} AS json,` +
         ` CASE WHEN t.id IN (${placeholders(viewerList.values.length)}) THEN ${trainerJson(isMysql, true)} END AS own` +
-        (check
-          ? `, ${liveSessionsColumn(callerList.values.length)} AS liveSessions,` +
-            ` EXISTS (SELECT 1 FROM trainer WHERE id > ? OR id IN (${placeholders(holes.values.length)})) AS pending`
-          : '') +
+        (check ? `, ${liveSessionsColumn(callerList.values.length)} AS liveSessions, ${pendingColumn(holes.values.length)}` : '') +
         ` FROM trainer t WHERE t.id IN (${placeholders(idList.values.length)})${' OR t.id BETWEEN ? AND ?'.repeat(rangeList.values.length)}`,
       [
         ...viewerList.values,

@@ -77,7 +77,8 @@ const MAX_MERGED_PAGE = 25;
  * `session` is set, the caller check: null unless that is an open session of the trainer), the
  * trainers of a page (ascending ids, consecutive in the index: read as one id range where they
  * are dense), the same as the JSON text of a REST page as `viewer` sees it (see
- * TrainerQueries.asJson; a statement of its own in the same turn), or TrainerIndex's catch-up.
+ * TrainerQueries.asJson: a second statement of the turn, or the only one when the turn holds
+ * nothing but REST pages and caller checks), or TrainerIndex's catch-up.
  */
 type TrainerRead =
   | { readonly id: number; readonly count: boolean; readonly session?: number }
@@ -314,7 +315,7 @@ export class TrainerService {
   }
 
   /**
-   * The page of `page` and `profilePage`, each trainer as `read` gives it (null: not found, left out),
+   * The page of `page` and `profilePageJson`, each trainer as `read` gives it (null: not found, left out),
    * its size in the index, and its nextCursor.
    */
   private async pageOf<T>(
@@ -398,8 +399,9 @@ export class TrainerService {
    * A REST page of trainers as JSON text, as `viewerId` sees them (its own email only):
    * `{ items, totalCount, limit, offset, nextCursor }`, totalCount counting those matching the
    * filter; and its nextCursor. The trainers' JSON is written by the database (see
-   * TrainerQueries.asJson): the index catch-up, the caller check and the page's rows take two
-   * statements of the turn's merged reads, shared with every other request of that turn.
+   * TrainerQueries.asJson) in the turn's merged reads, shared with every other request of that
+   * turn: with the index catch-up and the caller check in one statement when the turn reads
+   * nothing else (see readPagesAndCallers), else in a second one.
    */
   async profilePageJson(
     limit: number,
