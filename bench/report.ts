@@ -67,6 +67,8 @@ function summarize(report: Report): Summary[] {
 }
 
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '–');
+/** Milliseconds: hundredths below 10 ms (one-connection p50s are fractional), tenths above. */
+const fmtMs = (n: number) => fmt(n, n < 10 ? 2 : 1);
 
 interface TargetCheck {
   target: string;
@@ -83,7 +85,7 @@ function checkTargets(report: Report): TargetCheck[] {
       ? { target, measured: '–', met: null }
       : { target, measured: show(value), met: met(value) };
   const ratio = (v: number) => `${fmt(v, 2)}×`;
-  const ms = (v: number) => `${fmt(v, v < 10 ? 2 : 1)} ms`;
+  const ms = (v: number) => `${fmtMs(v)} ms`;
   const idle = row('GraphQL trainer(id)');
   const storm = row('GraphQL trainer(id) during 20 concurrent logins');
   const lastSoak = report.soak.at(-1);
@@ -180,7 +182,7 @@ export function renderTable(report: Report): string {
     r.name,
     fmt(r.requestsPerSecond),
     fmt(r.ratio, 2),
-    fmt(r.p50, r.p50 < 10 ? 2 : 1),
+    fmtMs(r.p50),
     fmt(r.p99, 1),
     fmt(r.statementsPerRequest, 2),
     String(r.errors),
@@ -211,7 +213,7 @@ export function renderMarkdown(report: Report, chartFile: string): string {
     '|---|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (r) =>
-        `| ${r.name}${r.note ? ` (${r.note})` : ''} | ${fmt(r.requestsPerSecond)} | ${fmt(r.ratio, 2)} | ${fmt(r.p50, r.p50 < 10 ? 2 : 1)} | ${fmt(r.p99, 1)} | ${fmt(r.statementsPerRequest, 2)} | ${r.errors} |`,
+        `| ${r.name}${r.note ? ` (${r.note})` : ''} | ${fmt(r.requestsPerSecond)} | ${fmt(r.ratio, 2)} | ${fmtMs(r.p50)} | ${fmt(r.p99, 1)} | ${fmt(r.statementsPerRequest, 2)} | ${r.errors} |`,
     ),
     '',
     `Every case in one process: peak RSS ${report.memory.peakMb} MB, ${report.memory.rssMb} MB once they were done, ${report.memory.settledMb ?? '–'} MB once V8 had given back what they left. A fresh process then served two consecutive soak runs of GraphQL trainer(id) (peak ${report.soakPeakMb ?? '–'} MB); RSS after each: ${report.soak.map((s) => `${s.rssMb} MB after ${s.requests} requests (${s.served} served since start)`).join('; ')}.`,

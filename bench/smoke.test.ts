@@ -30,8 +30,8 @@ describe('npm run bench -- --quick', () => {
         'utf8',
       ),
     ) as {
-      results: { name: string; requestsPerSecond: number; statementsPerRequest: number; errors: number }[];
-      memory: { peakMb: number };
+      results: { name: string; requestsPerSecond: number; p50: number; statementsPerRequest: number; errors: number }[];
+      memory: { peakMb: number; settledMb?: number };
     };
     const byName = new Map(report.results.map((r) => [r.name, r]));
     expect([...byName.keys()]).toEqual([
@@ -54,6 +54,10 @@ describe('npm run bench -- --quick', () => {
     }
     expect(byName.get('GraphQL trainers page 100 × creatures 10')!.statementsPerRequest).toBeLessThanOrEqual(4);
     expect(report.memory.peakMb).toBeGreaterThan(0);
+    expect(report.memory.settledMb).toBeGreaterThan(0);
+    // At one connection the p50 is each answer's own time, not autocannon's whole milliseconds.
+    const oneConnection = report.results.filter((r) => r.name.endsWith('1 connection'));
+    expect(oneConnection.map((r) => [r.name, Number.isInteger(r.p50 * 2)])).toEqual(oneConnection.map((r) => [r.name, false]));
     expect(stdout).toContain('x baseline');
     // The targets are read off the run, each with what was measured.
     expect(stdout).toMatch(/(met|NOT met|not measured) +GraphQL trainer\(id\) ≥ 0\.9× baseline: /);
