@@ -1,7 +1,9 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors';
 
 const SIGNATURE_BYTES = 16;
+/** SHA-256's block: HMAC pads its key to it. */
+const BLOCK = 64;
 
 /**
  * Opaque page cursors: the id a page ended at, signed with a key derived from the token secret,
@@ -10,18 +12,36 @@ const SIGNATURE_BYTES = 16;
  * valid while trainers are added: the next page holds the matching trainers after it.
  */
 export class CursorCodec {
-  private readonly key: Buffer;
+  /** HMAC's inner and outer keys: the 32-byte key XOR ipad and XOR opad, padded to a block. */
+  private readonly inner = Buffer.alloc(BLOCK, 0x36);
+  private readonly outer = Buffer.alloc(BLOCK + 32, 0x5c);
 
   constructor(secret: string, purpose: string) {
-    this.key = createHmac('sha256', secret).update(`cursor:${purpose}`).digest();
+    const key = createHmac('sha256', secret).update(`cursor:${purpose}`).digest();
+    for (let i = 0; i < key.length; i += 1) {
+      this.inner[i] ^= key[i];
+      this.outer[i] ^= key[i];
+    }
   }
 
+  /**
+   * HMAC-SHA256 of the payload (RFC 2104, as createHmac computes it), cut to SIGNATURE_BYTES, from
+   * two one-shot hashes: a REST list signs a cursor per page, and createHmac's object cost 3 µs
+   * where these take about 1 (see bench/README).
+   */
   private sign(payload: string): Buffer {
-    return createHmac('sha256', this.key).update(payload).digest().subarray(0, SIGNATURE_BYTES);
+    const payloadBytes = Buffer.from(payload);
+    const inner = hash('sha256', Buffer.concat([this.inner, payloadBytes], BLOCK + payloadBytes.length), 'buffer');
+    inner.copy(this.outer, BLOCK);
+    return hash('sha256', this.outer, 'buffer').subarray(0, SIGNATURE_BYTES);
+  }
+
+  private payloadOf(id: number): string {
+    return Buffer.from(String(id)).toString('base64url');
   }
 
   encode(id: number): string {
-    const payload = Buffer.from(String(id)).toString('base64url');
+    const payload = this.payloadOf(id);
     return `${payload}.${this.sign(payload).toString('base64url')}`;
   }
 
@@ -35,7 +55,10 @@ export class CursorCodec {
       given.length === SIGNATURE_BYTES &&
       timingSafeEqual(given, this.sign(payload)) &&
       Number.isSafeInteger(id) &&
-      id >= 0;
+      id >= 0 &&
+      // Only the spelling encode gives: base64 leaves spare bits in a last character, and "042" is 42 too.
+      given.toString('base64url') === signature &&
+      this.payloadOf(id) === payload;
     if (!valid)
       throw new AppError('BAD_USER_INPUT', 'The cursor is malformed or was altered', [
         { field, message: 'is not a cursor this service gave' },
