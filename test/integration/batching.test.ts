@@ -236,7 +236,7 @@ describe.each(databases)('relation batching on %s', (kind) => {
     // Nothing to catch up with now: the page's read said so (pending), with no statement of its
     // own; the caller is read by its id, the page as a range.
     expect(pageRead()).toMatch(
-      / AS liveSessions, EXISTS \(SELECT 1 FROM trainer WHERE id > \? OR id IN \(\?\)\) AS pending FROM trainer t WHERE t\.id IN \(\?\) OR t\.id BETWEEN \? AND \?$/,
+      / AS liveSessions, EXISTS \(SELECT 1 FROM trainer WHERE id > \? OR id IN \(\?\)\) AS pending FROM trainer t (FORCE INDEX \(PRIMARY\) )?WHERE t\.id IN \(\?\) OR t\.id BETWEEN \? AND \?$/,
     );
     // A filtered page whose trainers lie far apart is read by its ids, not by the stretch between them.
     statements.length = 0;
@@ -246,7 +246,7 @@ describe.each(databases)('relation batching on %s', (kind) => {
       second.trainer.id,
       third.trainer.id,
     ]);
-    expect(pageRead()).toMatch(/FROM trainer t WHERE t\.id IN \(\?, \?, \?, \?\)$/);
+    expect(pageRead()).toMatch(/FROM trainer t (FORCE INDEX \(PRIMARY\) )?WHERE t\.id IN \(\?, \?, \?, \?\)$/);
     // A page of another size takes the same statement (the caller and two trainers, padded to one
     // of its few shapes: four ids), prepared once per MySQL connection.
     const shape = pageRead();
@@ -322,7 +322,9 @@ describe.each(databases)('relation batching on %s', (kind) => {
     expect(new Set(pages.flat()).size).toBe(15);
     // The five pages' trainers are read together: the first page, which starts the index
     // catch-up, may be read on its own, and the four that waited for it share one statement.
-    const pageReads = statements.filter((sql) => / AS json,.* FROM trainer t WHERE t\.id (IN|BETWEEN)/.test(sql));
+    const pageReads = statements.filter((sql) =>
+      / AS json,.* FROM trainer t (FORCE INDEX \(PRIMARY\) )?WHERE t\.id (IN|BETWEEN)/.test(sql),
+    );
     expect(pageReads.length).toBeGreaterThanOrEqual(1);
     expect(pageReads.length).toBeLessThanOrEqual(2);
   });
