@@ -98,8 +98,31 @@ function createPrivately(path: string): void {
   }
 }
 
+/**
+ * A DataSource that tells TypeORM's MySQL driver when the server is MariaDB. A `mysql://` URL
+ * may point at either; TypeORM's MariaDB mode (its `mariadb` type, same driver) knows that MariaDB
+ * reports column defaults quoted and refuses NULL after a generated column (trainer.rest_json),
+ * which its schema comparison and migration generation otherwise get wrong. Switched once
+ * connected, when the server's version says MariaDB; the capabilities TypeORM derives from the
+ * type (RETURNING, CTEs) are then derived again.
+ */
+class RegistryDataSource extends DataSource {
+  override async initialize(): Promise<this> {
+    await super.initialize();
+    const driver = this.driver as unknown as { options: { type: string }; afterConnect(): Promise<void> };
+    if (driver.options.type !== 'mysql') return this;
+    // TypeORM keeps only the version's number: MariaDB says its name after it.
+    const [{ version }] = await this.query<{ version: string }[]>('SELECT VERSION() AS version');
+    if (version.includes('MariaDB')) {
+      driver.options.type = 'mariadb';
+      await driver.afterConnect();
+    }
+    return this;
+  }
+}
+
 export function createDataSource(db: DatabaseConfig, extras: DataSourceExtras = {}): DataSource {
-  return new DataSource(dataSourceOptions(db, extras));
+  return new RegistryDataSource(dataSourceOptions(db, extras));
 }
 
 export function isMysql(dataSource: DataSource): boolean {

@@ -160,35 +160,13 @@ export interface TrainerJson {
 }
 
 /**
- * The JSON text of a trainer row (`t`) as the REST shim sends it: the properties of the Trainer
- * schema of rest/schemas.ts in the order its serializer writes them (`email`, only `withEmail`,
- * last). Strings are quoted by the database's JSON_QUOTE / json_quote, which escape as
- * JSON.stringify does; `createdAt` is ISO-8601 UTC with milliseconds, as Date.toISOString writes it.
+ * The JSON text of a trainer row (`t`) as the REST shim sends it: its id, then the rest_json
+ * column the database keeps (TRAINER_JSON_TAIL: the Trainer schema's properties in the order its
+ * serializer writes them), then `email` (only `withEmail`, last). CONCAT: MySQL/MariaDB, and
+ * SQLite from 3.44.
  */
-function trainerJson(isMysql: boolean, withEmail: boolean): string {
-  const quote = isMysql ? 'JSON_QUOTE' : 'json_quote';
-  // DATE and TIME of a DATETIME(3) are 'YYYY-MM-DD' and 'HH:MM:SS.mmm'. MariaDB over 100k rows,
-  // per row: about 0.15 us, against 0.3-0.6 for INSERT(CAST(... AS CHAR)) and 0.4 for DATE_FORMAT.
-  const createdAt = isMysql ? ['DATE(t.created_at)', "'T'", 'TIME(t.created_at)'] : ["strftime('%Y-%m-%dT%H:%M:%f', t.created_at)"];
-  const parts = [
-    `'{"id":'`,
-    't.id',
-    `',"nickname":'`,
-    `${quote}(t.nickname)`,
-    `',"firstName":'`,
-    `${quote}(t.first_name)`,
-    `',"lastName":'`,
-    `${quote}(t.last_name)`,
-    `',"team":'`,
-    `${quote}(t.team)`,
-    `',"creaturesOwned":'`,
-    CREATURE_COUNT,
-    `',"createdAt":"'`,
-    ...createdAt,
-    ...(withEmail ? [`'Z","email":'`, `${quote}(t.email)`, `'}'`] : [`'Z"}'`]),
-  ];
-  return isMysql ? `CONCAT(${parts.join(', ')})` : parts.join(' || ');
-}
+const trainerJson = (withEmail: boolean): string =>
+  withEmail ? `CONCAT('{"id":', t.id, t.rest_json, ',"email":', JSON_QUOTE(t.email), '}')` : `CONCAT('{"id":', t.id, t.rest_json, '}')`;
 
 // The team is the Team constant itself: 100k copies of "MYSTIC" would cost megabytes.
 const toIndexRow = (row: IndexRowRead): IndexRow => ({
@@ -290,8 +268,8 @@ export class TrainerQueries {
       liveSessions?: string | Buffer | null;
       pending?: number | string;
     }>(
-      `SELECT t.id, ${trainerJson(isMysql, false)} AS json,` +
-        ` CASE WHEN t.id IN (${placeholders(viewerList.values.length)}) THEN ${trainerJson(isMysql, true)} END AS own` +
+      `SELECT t.id, ${trainerJson(false)} AS json,` +
+        ` CASE WHEN t.id IN (${placeholders(viewerList.values.length)}) THEN ${trainerJson(true)} END AS own` +
         (check ? `, ${liveSessionsColumn(callerList.values.length)} AS liveSessions, ${pendingColumn(holes.values.length)}` : '') +
         ` FROM ${byIdFrom(isMysql)} WHERE t.id IN (${placeholders(idList.values.length)})${' OR t.id BETWEEN ? AND ?'.repeat(rangeList.values.length)}`,
       [

@@ -189,13 +189,27 @@ describe.each(databases)('REST shim on %s', (kind) => {
     }
   });
 
-  it('sends each trainer of a page as GET /trainer/:id sends it, odd names and whole seconds included, the caller with its email', async () => {
+  it('sends each trainer of a page as GET /trainer/:id sends it, odd names, whole seconds and changed counts included, the caller with its email', async () => {
     const odd = await createTrainer(t.app, {
       firstName: 'Zoë "Zed" \\ O’Neil/',
       lastName: '李 😀 </script> ẞ',
       createdAt: new Date('2026-01-02T03:04:05.000Z'),
     });
     const next = await createTrainer(t.app, { firstName: 'Tab\u00a0Less', createdAt: new Date('2026-01-02T03:04:05.007Z') });
+    // Its count changes after its row was written (the database keeps the page's JSON in step).
+    const created: number[] = [];
+    for (const name of ['Keep', 'Gone']) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: `/trainer/${odd.trainer.id}/creature`,
+        headers: auth(odd),
+        payload: { name, speciesId: 1 },
+      });
+      expect(res.statusCode).toBe(201);
+      created.push(res.json<{ id: number }>().id);
+    }
+    const gone = await t.app.inject({ method: 'DELETE', url: `/trainer/${odd.trainer.id}/creature/${created[1]}`, headers: auth(odd) });
+    expect(gone.statusCode).toBe(204);
     const [before] = await t.app.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM trainer WHERE id < ?', [
       odd.trainer.id,
     ]);
@@ -226,6 +240,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
       firstName: 'Zoë "Zed" \\ O’Neil/',
       lastName: '李 😀 </script> ẞ',
       createdAt: '2026-01-02T03:04:05.000Z',
+      creaturesOwned: 1,
     });
   });
 

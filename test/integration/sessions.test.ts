@@ -54,7 +54,7 @@ describe.each(databases)('sessions on %s', (kind) => {
   });
 });
 
-describe.each(databases)('the sessions, event-sequence and creature-count migrations on %s', (kind) => {
+describe.each(databases)('the sessions, event-sequence, creature-count and REST JSON migrations on %s', (kind) => {
   it('revert and apply again, leaving trainers and creatures alone', async () => {
     const database = await createTestDatabase(kind);
     const dataSource = createDataSource(loadDatabaseConfig({ DATABASE_URL: database.url }));
@@ -70,6 +70,7 @@ describe.each(databases)('the sessions, event-sequence and creature-count migrat
       (await dataSource.query<{ seq: number | string }[]>('SELECT event_seq AS seq FROM trainer')).map((row) => Number(row.seq));
     const owned = async () =>
       (await dataSource.query<{ n: number | string }[]>('SELECT creatures_owned AS n FROM trainer')).map((row) => Number(row.n));
+    const restJson = async () => (await dataSource.query<{ j: string }[]>('SELECT rest_json AS j FROM trainer')).map((row) => row.j);
     try {
       await dataSource.initialize();
       await runMigrations(dataSource);
@@ -82,7 +83,12 @@ describe.each(databases)('the sessions, event-sequence and creature-count migrat
       expect(await tables()).toEqual(['trainer', 'trainer_session']);
       // Inserted by plain SQL: counted at the next start.
       expect(await owned()).toEqual([0]);
-      // The newest first: the creature count, the event sequence, then the sessions.
+      // The newest first: the REST JSON, the creature count, the event sequence, then the sessions.
+      await dataSource.undoLastMigration();
+      await expect(restJson()).rejects.toThrow();
+      expect(await owned()).toEqual([0]);
+      const [creatures] = await dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM creature');
+      expect(Number(creatures.n)).toBe(2);
       await dataSource.undoLastMigration();
       await expect(owned()).rejects.toThrow();
       await dataSource.undoLastMigration();
@@ -94,6 +100,10 @@ describe.each(databases)('the sessions, event-sequence and creature-count migrat
       // The trainer is still there, its count of events started again from 0, its creatures counted.
       expect(await eventSeq()).toEqual([0]);
       expect(await owned()).toEqual([2]);
+      // The database wrote its REST JSON, count included, for a row it never got from the service.
+      expect(await restJson()).toEqual([
+        ',"nickname":"mig","firstName":"A","lastName":"B","team":"VALOR","creaturesOwned":2,"createdAt":"2026-01-01T00:00:00.000Z"',
+      ]);
       await dataSource.query('DELETE FROM creature');
       await runMigrations(dataSource);
       expect(await owned()).toEqual([0]);

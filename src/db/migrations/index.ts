@@ -4,6 +4,7 @@ import { NameRules1795500000000 } from './1795500000000-NameRules';
 import { Sessions1795600000000 } from './1795600000000-Sessions';
 import { EventSequence1795700000000 } from './1795700000000-EventSequence';
 import { CreatureCount1795800000000 } from './1795800000000-CreatureCount';
+import { TrainerJson1795900000000 } from './1795900000000-TrainerJson';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
 export const migrations = [
@@ -13,4 +14,5 @@ export const migrations = [
   Sessions1795600000000,
   EventSequence1795700000000,
   CreatureCount1795800000000,
+  TrainerJson1795900000000,
 ];
