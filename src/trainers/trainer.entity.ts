@@ -13,7 +13,8 @@ export const MAX_TRAINER_NAME = 64;
  * (the Trainer schema's order; rest/schemas.ts). Generated and stored by the database (the
  * TrainerJson migration); the same text runs on MySQL/MariaDB and SQLite (3.44 and later have
  * CONCAT). JSON_QUOTE escapes as JSON.stringify does, and a DATETIME(3) cast to text is
- * `YYYY-MM-DD HH:MM:SS.mmm` on both (SQLite keeps it as that text; see Sql.date).
+ * `YYYY-MM-DD HH:MM:SS.mmm` on both (SQLite keeps it as the text the service writes, see
+ * Sql.date; a row written there by plain SQL in another form shows that form in REST pages).
  */
 export const TRAINER_JSON_TAIL =
   `CONCAT(',"nickname":', JSON_QUOTE(nickname), ',"firstName":', JSON_QUOTE(first_name), ',"lastName":', JSON_QUOTE(last_name),` +
