@@ -193,49 +193,65 @@ export class TrainerIndex {
   }
 
   /**
-   * The positions that match, ascending, or null for all of them: the keys' conditions search
-   * the bytes, the team is checked on what they found (or on every trainer, alone).
+   * What a page or count walks: the positions whose keys match (ascending; null when no key
+   * condition is given, i.e. every position), and the team to check on each (0: any).
    */
-  private matching(conditions: TrainerConditions): Int32Array | null {
-    const team = conditions.team === undefined ? undefined : (TEAM_CODES.get(conditions.team) ?? -1);
-    let found: Int32Array | null = null;
-    if (conditions.nickname !== undefined) found = this.keysWith(conditions.nickname.toLowerCase(), true);
+  private matching(conditions: TrainerConditions): { keyed: Int32Array | null; team: number } {
+    let keyed: Int32Array | null = null;
+    if (conditions.nickname !== undefined) keyed = this.keysWith(conditions.nickname.toLowerCase(), true);
     if (conditions.nicknameContains !== undefined) {
       const within = this.keysWith(conditions.nicknameContains.toLowerCase(), false);
-      found = found === null ? within : found.filter((i) => within.includes(i));
+      keyed = keyed === null ? within : keyed.filter((i) => within.includes(i));
     }
-    if (team === undefined) return found;
-    if (found !== null) return found.filter((i) => this.teams[i] === team);
-    const all: number[] = [];
-    for (let i = 0; i < this.size; i += 1) if (this.teams[i] === team) all.push(i);
-    return Int32Array.from(all);
+    const team = conditions.team === undefined ? 0 : (TEAM_CODES.get(conditions.team) ?? -1);
+    return { keyed, team };
   }
 
   /**
    * The ids of a page: `limit` matching trainers after `afterId` (when given) and `offset` more,
-   * plus the next one when it exists (it tells whether another page follows).
+   * plus the next one when it exists (it tells whether another page follows). A team alone is
+   * checked while walking, which stops once the page is full.
    */
   pageIds(limit: number, offset: number, afterId: number | undefined, conditions: TrainerConditions): number[] {
     const start = afterId === undefined ? 0 : this.firstAfter(afterId);
-    const found = this.matching(conditions);
-    if (found === null) {
+    const { keyed, team } = this.matching(conditions);
+    if (keyed === null && team === 0) {
       return Array.from(this.ids.subarray(Math.min(start + offset, this.size), Math.min(start + offset + limit + 1, this.size)));
     }
-    // The first match at or after `start`, then `offset` further on.
-    let low = 0;
-    let high = found.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      if (found[mid] < start) low = mid + 1;
-      else high = mid;
+    // Where the walk starts: `start` itself, or the first key match at or after it.
+    let from = start;
+    if (keyed !== null) {
+      let high = keyed.length;
+      from = 0;
+      while (from < high) {
+        const mid = (from + high) >>> 1;
+        if (keyed[mid] < start) from = mid + 1;
+        else high = mid;
+      }
     }
-    const from = Math.min(low + offset, found.length);
-    return Array.from(found.subarray(from, Math.min(from + limit + 1, found.length)), (i) => this.ids[i]);
+    const end = keyed === null ? this.size : keyed.length;
+    const found: number[] = [];
+    let skipped = 0;
+    for (let j = from; j < end && found.length <= limit; j += 1) {
+      const i = keyed === null ? j : keyed[j];
+      if (team !== 0 && this.teams[i] !== team) continue;
+      if (skipped < offset) skipped += 1;
+      else found.push(this.ids[i]);
+    }
+    return found;
   }
 
   /** How many trainers match. */
   count(conditions: TrainerConditions): number {
-    return this.matching(conditions)?.length ?? this.size;
+    const { keyed, team } = this.matching(conditions);
+    if (team === 0) return keyed?.length ?? this.size;
+    let n = 0;
+    if (keyed === null) {
+      for (let i = 0; i < this.size; i += 1) if (this.teams[i] === team) n += 1;
+    } else {
+      for (const i of keyed) if (this.teams[i] === team) n += 1;
+    }
+    return n;
   }
 }
 
