@@ -30,6 +30,14 @@ export const LIMITS = {
   tokens: 1000,
   directives: 10,
   validationErrors: 10,
+  /**
+   * Fragment definitions per document. Validation's OverlappingFieldsCanBeMerged compares the
+   * fields of every pair of fragments spread into one selection set, so its work grows with the
+   * square of their number: 83 distinct fragments of `me { id }` (within the token limit) cost
+   * several times any other shape. A frontend's document holds the fragments of its components,
+   * a handful for a schema of this size.
+   */
+  fragments: 20,
   /** Characters of query text: 1,000 tokens fit in far less; the rest could only be comments and spaces. */
   queryLength: 32 * 1024,
 } as const;
@@ -199,11 +207,13 @@ const MAX_REPEATS = 3;
 
 /**
  * Why a document must be refused before graphql-js validates it, or null. Validation's
- * OverlapFieldsCanBeMerged rule compares every pair of same-named fields: 249 copies of
- * `me { id }`, within the token limit, cost about 250 ms of CPU (measured against this schema).
- * Repeating a field, a fragment spread or an inline fragment more than MAX_REPEATS times in one
- * selection set has no use (GraphQL merges them into one), so such documents are refused after
- * a linear walk. Unparsable documents are left to Apollo, which reports the syntax error.
+ * OverlapFieldsCanBeMerged rule compares every pair of same-named fields, and the fields of every
+ * pair of fragments spread together: 249 copies of `me { id }`, within the token limit, cost
+ * about 250 ms of CPU (measured against this schema). Repeating a field, a fragment spread or an
+ * inline fragment more than MAX_REPEATS times in one selection set has no use (GraphQL merges
+ * them into one), and more than LIMITS.fragments fragment definitions has none either, so such
+ * documents are refused after a linear walk. Unparsable documents are left to the parser that
+ * follows, which reports the syntax error. HTTP and WebSocket both ask this before validating.
  */
 export function repeatedSelections(query: string): string | null {
   let document: DocumentNode;
@@ -212,6 +222,9 @@ export function repeatedSelections(query: string): string | null {
   } catch {
     return null;
   }
+  let fragments = 0;
+  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments += 1;
+  if (fragments > LIMITS.fragments) return `The document defines more than ${LIMITS.fragments} fragments`;
   let verdict: string | null = null;
   visit(document, {
     SelectionSet(node) {

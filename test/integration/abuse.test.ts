@@ -96,10 +96,32 @@ describe.each(databases)('abuse limits on %s', (kind) => {
     expect(res.json<GraphQLBody>().errors).toBeUndefined();
   });
 
+  const fragments = (count: number) =>
+    `{ ${Array.from({ length: count }, (_, i) => `...F${i}`).join(' ')} } ${Array.from({ length: count }, (_, i) => `fragment F${i} on Query { me { id } }`).join(' ')}`;
+
+  it.each([
+    ['83 distinct fragments spreading the same field', fragments(83)],
+    ['21 distinct fragments', fragments(21)],
+    ['120 unused fragments', `{ __typename } ${Array.from({ length: 120 }, (_, i) => `fragment F${i} on Query { __typename }`).join(' ')}`],
+  ])('refuses %s before validating (fragment pairs are quadratic in graphql-js)', async (_what, query) => {
+    const res = await graphql(query);
+    const body = res.json<GraphQLBody>();
+    expect(res.statusCode).toBe(400);
+    expect(body.errors).toHaveLength(1);
+    expect(body.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(body.errors?.[0]?.message).toBe('The document defines more than 20 fragments');
+  });
+
+  it('takes a document of 20 fragments', async () => {
+    const res = await graphql(fragments(20));
+    const body = res.json<GraphQLBody>();
+    expect(body.errors).toBeUndefined();
+    expect(body.data).toEqual({ me: { id: String(me.trainer.id) } });
+  });
+
   it.each([
     ['200 unused variables', `query(${Array.from({ length: 200 }, (_, i) => `$v${i}: Int`).join(' ')}) { __typename }`],
     ['300 unknown fields', `{ ${Array.from({ length: 300 }, (_, i) => `nope${i}`).join(' ')} }`],
-    ['120 unused fragments', `{ __typename } ${Array.from({ length: 120 }, (_, i) => `fragment F${i} on Query { __typename }`).join(' ')}`],
   ])('stops validating a document of %s at its 10th error', async (_what, query) => {
     const res = await graphql(query);
     const body = res.json<GraphQLBody>();
