@@ -28,6 +28,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const json = { 'content-type': 'application/json' };
 const randomAddress = () => `10.${randomBytes(3).join('.')}`;
 const fresh = () => `ab${randomBytes(6).toString('hex')}`;
+const distinctFragments = (count: number, fields: string) =>
+  `{ ${Array.from({ length: count }, (_, i) => `...F${i}`).join(' ')} } ${Array.from({ length: count }, (_, i) => `fragment F${i} on Query { ${fields} }`).join(' ')}`;
 
 function load(
   url: string,
@@ -184,17 +186,33 @@ export async function runAbuse(o: Options): Promise<AbuseRow[]> {
     '300 unknown fields': `{ ${Array.from({ length: 300 }, (_, i) => `nope${i}`).join(' ')} }`,
     '120 unused fragments': `{ __typename } ${Array.from({ length: 120 }, (_, i) => `fragment F${i} on Query { __typename }`).join(' ')}`,
     '150 operations of one name': Array.from({ length: 150 }, () => 'query A { __typename }').join(' '),
+    // The fragment families: as many distinct fragments as the limit takes, and one more.
+    '20 distinct fragments of one field': distinctFragments(20, 'me { id }'),
+    '20 distinct fragments of one field 3 times': distinctFragments(20, 'me { id } me { id } me { id }'),
+    '20 fragments spreading each other (a chain)': `{ ...F0 } ${Array.from({ length: 20 }, (_, i) => `fragment F${i} on Query { me { id } ${i < 19 ? `...F${i + 1}` : ''} }`).join(' ')}`,
+    '20 fragments spreading each other (a tree)': `{ ...F0 } ${Array.from({ length: 20 }, (_, i) => `fragment F${i} on Query { me { id } ${2 * i + 1 < 20 ? `...F${2 * i + 1}` : ''} ${2 * i + 2 < 20 ? `...F${2 * i + 2}` : ''} }`).join(' ')}`,
+    '83 distinct fragments of one field (over the limit)': distinctFragments(83, 'me { id }'),
     '300 unknown fields after a 30 KB comment': `#${'x'.repeat(30_000)}\n{ ${Array.from({ length: 300 }, (_, i) => `nope${i}`).join(' ')} }`,
     'a 90 KB comment (over the length limit)': `#${'x'.repeat(90_000)}\n{ __typename }`,
   };
-  const bodies: Record<string, string> = Object.fromEntries(
-    Object.entries(documents).map(([name, query]) => [name, JSON.stringify({ query })]),
+  // Every request's text is new (a comment numbered apart), so no cache of the service's helps.
+  let sent = 0;
+  const newText = (query: string) => `${query}\n#${(sent += 1)}`;
+  const bodies: Record<string, () => string> = Object.fromEntries(
+    Object.entries(documents).map(([name, query]) => [name, () => JSON.stringify({ query: newText(query) })]),
   );
-  bodies['an operationName of 95 KB of spaces'] = JSON.stringify({ query: '{ __typename }', operationName: ' '.repeat(95_000) });
+  bodies['an operationName of 95 KB of spaces'] = () =>
+    JSON.stringify({ query: newText('{ __typename }'), operationName: ' '.repeat(95_000) });
+  const asRequest = (body: () => string): AutocannonRequest => ({
+    method: 'POST',
+    path: '/graphql',
+    headers: json,
+    setupRequest: (request) => ({ ...request, body: body() }),
+  });
   const costs: { name: string; cpuMs: number; p50: number; status: string }[] = [];
   for (const [name, body] of Object.entries(bodies)) {
     const before = cpuSeconds(o.pid);
-    const result = await load(o.base, [{ method: 'POST', path: '/graphql', headers: json, body }], 1, 3).result;
+    const result = await load(o.base, [asRequest(body)], 1, 3).result;
     const cpuMs = ((cpuSeconds(o.pid) - before) * 1000) / Math.max(1, result.requests.total);
     costs.push({ name, cpuMs, p50: result.latency.p50, status: statuses(result) });
   }
@@ -206,12 +224,7 @@ export async function runAbuse(o: Options): Promise<AbuseRow[]> {
     ok: costs.every((c) => c.cpuMs <= 10),
   });
   const healthIdle = await load(o.base, [{ method: 'GET', path: '/healthz' }], 1, 3).result;
-  const attack = load(
-    o.base,
-    [{ method: 'POST', path: '/graphql', headers: json, body: JSON.stringify({ query: documents[worst.name] }) }],
-    4,
-    o.duration + 2,
-  );
+  const attack = load(o.base, [asRequest(bodies[worst.name])], 4, o.duration + 2);
   await sleep(500);
   const health = await load(o.base, [{ method: 'GET', path: '/healthz' }], 1, o.duration).result;
   attack.stop();
