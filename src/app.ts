@@ -3,6 +3,7 @@ import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { RedisEventRelay } from './events/redis-relay';
+import { RedisSessionEndings } from './auth/session-endings';
 import { trustedProxies } from './http/client-address';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
@@ -73,16 +74,21 @@ function connectRedis(url: string, app: FastifyInstance): Redis {
 }
 
 /**
- * Creature events through Redis, for subscribers on every instance. Subscribing needs a connection
- * of its own, which queues its SUBSCRIBE commands while Redis is away and follows its channels
- * again once it is back.
+ * Creature events and session endings through Redis, for every instance. Subscribing needs a
+ * connection of its own, which queues its SUBSCRIBE commands while Redis is away and follows its
+ * channels again once it is back.
  */
-function relayEvents(redis: Redis, services: Services, app: FastifyInstance): RedisEventRelay {
+function relayThroughRedis(redis: Redis, services: Services, app: FastifyInstance): void {
   const subscriber = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
-  subscriber.on('error', (error) => app.log.warn({ err: error }, 'redis unavailable; creature events reach this instance only'));
+  subscriber.on('error', (error) =>
+    app.log.warn({ err: error }, 'redis unavailable; creature events and session endings reach this instance only'),
+  );
   // disconnect, not quit: quit would wait behind commands queued while Redis is away.
   app.addHook('onClose', async () => subscriber.disconnect());
-  return new RedisEventRelay(redis, subscriber, (event) => services.events.deliver(event), app.log);
+  services.events.relayThrough(new RedisEventRelay(redis, subscriber, (event) => services.events.deliver(event), app.log));
+  services.sessionEndings.relayThrough(
+    new RedisSessionEndings(redis, subscriber, (ended) => services.sessionEndings.deliver(ended), app.log),
+  );
 }
 
 /** Builds the whole service on one database; it never listens (main.ts does). Close it with app.close(). */
@@ -155,7 +161,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
     const services = createServices(dataSource, config, redis);
     app.decorate('services', services);
-    if (redis) services.events.relayThrough(relayEvents(redis, services, app));
+    if (redis) relayThroughRedis(redis, services, app);
     const purge = schedulePurge(services.sessions, app.log);
     app.addHook('onClose', () => purge.stop());
 

@@ -15,6 +15,7 @@ import { TrainerQueries } from './trainers/trainer.queries';
 import { CursorCodec } from './common/cursor';
 import { SessionQueries } from './auth/session.queries';
 import { SessionService } from './auth/session.service';
+import { SessionEndings } from './auth/session-endings';
 import { CreatureEventBus } from './events/event-bus';
 
 /** The service layer both transports call. Built once per app; no module-level state. */
@@ -23,6 +24,8 @@ export interface Services {
   readonly creatures: CreatureService;
   readonly auth: AuthService;
   readonly sessions: SessionService;
+  /** Sessions that end (logout, replay, cap): what is open on their behalf closes at once. */
+  readonly sessionEndings: SessionEndings;
   /** Creature events for subscriptions (published after each committed write). */
   readonly events: CreatureEventBus;
   readonly hasher: PasswordHasher;
@@ -46,7 +49,8 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     delay,
   });
   const trainers = new TrainerService(trainerQueries, hasher, throttle, new CursorCodec(config.jwtSecret, 'trainers'));
-  const sessions = new SessionService(new SessionQueries(sql), config.refreshTtlSeconds);
+  const sessionEndings = new SessionEndings();
+  const sessions = new SessionService(new SessionQueries(sql), config.refreshTtlSeconds, sessionEndings);
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
-  return { trainers, creatures, auth, sessions, events, hasher };
+  return { trainers, creatures, auth, sessions, sessionEndings, events, hasher };
 }

@@ -68,7 +68,7 @@ export class AuthService {
   async logout(auth: RequestAuth, everywhere: boolean): Promise<void> {
     const viewer = await auth.requireViewer();
     if (everywhere) await this.sessions.endAll(viewer.id);
-    else await this.sessions.end(auth.sessionId());
+    else await this.sessions.end(viewer.id, auth.sessionId());
   }
 
   private answer(trainer: Trainer, session: SessionTokens): Authentication {

@@ -79,14 +79,16 @@ export class SessionQueries {
     return (await this.sql.write('DELETE FROM trainer_session WHERE trainer_id = ?', [trainerId])).affected;
   }
 
-  /** Deletes a trainer's sessions but the newest `keep`; how many went. */
-  async keepNewest(trainerId: number, keep: number): Promise<number> {
+  /** Deletes a trainer's sessions but the newest `keep`; the newest id of those deleted, if any were. */
+  async keepNewest(trainerId: number, keep: number): Promise<number | undefined> {
     const [cutoff] = await this.sql.rows<{ id: number | string }>(
       `SELECT id FROM trainer_session WHERE trainer_id = ? ORDER BY id DESC LIMIT 1 OFFSET ${Math.trunc(keep)}`,
       [trainerId],
     );
-    if (!cutoff) return 0;
-    return (await this.sql.write('DELETE FROM trainer_session WHERE trainer_id = ? AND id <= ?', [trainerId, sqlInt(cutoff.id)])).affected;
+    if (!cutoff) return undefined;
+    const upTo = sqlInt(cutoff.id);
+    await this.sql.write('DELETE FROM trainer_session WHERE trainer_id = ? AND id <= ?', [trainerId, upTo]);
+    return upTo;
   }
 
   /** Up to `limit` sessions that expired before `now`, oldest expiry first (the expires_at index). */

@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors';
+import type { SessionEndings } from './session-endings';
 import type { SessionQueries } from './session.queries';
 
 /**
@@ -43,6 +44,8 @@ export class SessionService {
   constructor(
     private readonly queries: SessionQueries,
     private readonly ttlSeconds: number,
+    /** Told of every session that ends here, so that what is open on its behalf (sockets) closes at once. */
+    private readonly endings?: SessionEndings,
   ) {}
 
   /** Opens a session for a trainer who has just proved who it is, and ends its oldest beyond the cap. */
@@ -51,7 +54,8 @@ export class SessionService {
     const secret = random(SECRET_BYTES);
     const refreshExpiresAt = this.expiry(now);
     const sessionId = await this.queries.insert(trainerId, hashOf(family), hashOf(secret), now, refreshExpiresAt);
-    await this.queries.keepNewest(trainerId, MAX_SESSIONS_PER_TRAINER);
+    const upTo = await this.queries.keepNewest(trainerId, MAX_SESSIONS_PER_TRAINER);
+    if (upTo !== undefined) this.endings?.publish({ trainerId, upTo });
     return { sessionId, trainerId, refreshToken: `${family}.${secret}`, refreshExpiresAt };
   }
 
@@ -69,6 +73,7 @@ export class SessionService {
     const presented = hashOf(parts[2]);
     if (!sameHash(presented, session.tokenHash)) {
       await this.queries.delete(session.id);
+      this.endings?.publish({ trainerId: session.trainerId, sessionId: session.id });
       throw refused();
     }
     const secret = random(SECRET_BYTES);
@@ -77,14 +82,19 @@ export class SessionService {
     return { sessionId: session.id, trainerId: session.trainerId, refreshToken: `${parts[1]}.${secret}`, refreshExpiresAt };
   }
 
-  /** Ends one session: its refresh token and its access tokens stop working at once. */
-  async end(sessionId: number): Promise<void> {
+  /**
+   * Ends one session of a trainer: its refresh token and its access tokens stop working at once,
+   * and its sockets close (on every instance).
+   */
+  async end(trainerId: number, sessionId: number): Promise<void> {
     await this.queries.delete(sessionId);
+    this.endings?.publish({ trainerId, sessionId });
   }
 
   /** Ends every session of a trainer. */
   async endAll(trainerId: number): Promise<void> {
     await this.queries.deleteOfTrainer(trainerId);
+    this.endings?.publish({ trainerId });
   }
 
   /**

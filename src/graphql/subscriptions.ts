@@ -3,6 +3,7 @@ import {
   GraphQLError,
   OperationTypeNode,
   getOperationAST,
+  getVariableValues,
   parse,
   specifiedRules,
   validate,
@@ -16,10 +17,12 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
 import type { RequestAuth } from '../auth/request-auth';
+import { isEnded } from '../auth/session-endings';
 import type { Config } from '../config';
 import { toAppError } from '../error-mapping';
 import { AppError } from '../errors';
 import { clientAddressOf } from '../http/client-address';
+import { MAX_JSON_DEPTH } from '../http/json-body';
 import type { Services } from '../services';
 import type { GraphQLContext, TrackedQueue } from './context';
 import { createFormatError } from './format-error';
@@ -51,6 +54,7 @@ const MAX_REMEMBERED_DOCUMENTS = 200;
 
 /** graphql-ws close codes beyond the standard ones. */
 const UNAUTHORIZED = 4401;
+const SUBSCRIBER_ALREADY_EXISTS = 4409;
 const GOING_AWAY = 1001;
 const INTERNAL_ERROR = 1011;
 const TRY_AGAIN_LATER = 1013;
@@ -62,14 +66,39 @@ interface Connection {
   readonly ip: string;
   /** Every event queue its subscriptions opened: all are ended when the socket closes. */
   readonly queues: Set<TrackedQueue>;
+  /**
+   * The ids of its subscriptions, from their subscribe message until their execution has ended.
+   * graphql-ws forgets an id as soon as the client completes it, even while that subscription is
+   * still starting; this set does not, so a reused id cannot start a second copy.
+   */
+  readonly subscriptions: Set<string>;
   closed: boolean;
   auth?: RequestAuth;
   trainerId?: number;
   sessionId?: number;
   expiresAtMs?: number;
+  /** Closes the socket (4401) when its token expires. */
+  expiry?: NodeJS.Timeout;
 }
 
 type WsContext = Context<Record<string, unknown> | undefined, { connection: Connection }>;
+
+/** Whether arrays and objects in `value` nest deeper than `limit`, found without recursion. */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const pending: [unknown, number][] = [[value, 0]];
+  while (pending.length > 0) {
+    const [next, depth] = pending.pop()!;
+    if (typeof next !== 'object' || next === null) continue;
+    if (depth + 1 > limit) return true;
+    for (const child of Array.isArray(next) ? next : Object.values(next)) {
+      if (typeof child === 'object' && child !== null) pending.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
+/** setTimeout's longest delay; a later expiry is caught by the periodic check. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const refuse = (socket: Duplex, status: number, reason: string) => {
   socket.end(
@@ -81,11 +110,14 @@ const refuse = (socket: Duplex, status: number, reason: string) => {
  * GraphQL over WebSocket (the graphql-transport-ws protocol of graphql-ws) at /graphql, beside
  * Apollo's HTTP transport: the same schema, context, limits and error rules, for subscriptions.
  * The token comes in connection_init's payload (`{ "authorization": "Bearer <token>" }`); a
- * missing or refused one closes the socket with 4401, and so does a token that expires or a
- * session that ends while the socket is open (checked on a timer for all sockets at once, in one
- * merged statement, not per message). An Origin outside CORS_ORIGINS (when set) is refused, so
- * is a 51st connection from one address, a 21st subscription on one connection and a message
- * over 64 KiB. Sockets are pinged; a reader too slow to take its events is dropped rather than
+ * missing or refused one closes the socket with 4401, and so does a token that expires (a timer
+ * per socket) or a session that ends while the socket is open (told at once by SessionEndings,
+ * from any instance; checked again at every subscribe, and now and then for all sockets in one
+ * merged statement). An Origin outside CORS_ORIGINS (when set) is refused, so is a 51st
+ * connection from one address, a 21st live subscription on one connection, a subscription id
+ * reused while its subscription lives (4409), a 31st subscribe message in 10 s and a message
+ * over 64 KiB. Variables are held to the rules of HTTP: 64 levels of nesting, coerced to their
+ * types (BAD_USER_INPUT) before execution. Sockets are pinged; a reader too slow to take its events is dropped rather than
  * buffered for. On close (SIGTERM) every socket gets 1001 after what was queued for it.
  */
 export function registerSubscriptions(
@@ -119,6 +151,26 @@ export function registerSubscriptions(
   };
 
   /** An error as the client sees it (catalogue code, masked internals); the unexpected ones are logged. */
+  /**
+   * Why a subscribe must be refused because the socket's token expired or its session ended, with
+   * the socket closed (4401); undefined while both hold. Asked of the database at each subscribe,
+   * not of what was known when the socket opened.
+   */
+  const sessionEnded = async (connection: Connection): Promise<GraphQLError | undefined> => {
+    const unauthorized = (reason: string) => {
+      close(connection, UNAUTHORIZED, reason);
+      return new GraphQLError(reason, { extensions: { code: 'UNAUTHENTICATED' } });
+    };
+    if (connection.expiresAtMs === undefined || connection.expiresAtMs <= Date.now()) return unauthorized('Token expired');
+    let caller;
+    try {
+      caller = await services.trainers.findCaller(connection.trainerId!, connection.sessionId!);
+    } catch (error) {
+      return new GraphQLError('The session could not be checked', { originalError: toAppError(error) });
+    }
+    return caller ? undefined : unauthorized('Session ended');
+  };
+
   const formatLogged = (error: GraphQLError) => {
     const appError = toAppError(error.originalError ?? error);
     if (appError.code === 'INTERNAL_SERVER_ERROR' && error.originalError)
@@ -192,71 +244,110 @@ export function registerSubscriptions(
         return false;
       }
       Object.assign(connection, { auth, trainerId: claims.trainerId, sessionId: claims.sessionId, expiresAtMs: claims.expiresAtMs });
+      const untilExpiry = claims.expiresAtMs - Date.now();
+      if (untilExpiry <= MAX_TIMER_MS) {
+        connection.expiry = setTimeout(() => close(connection, UNAUTHORIZED, 'Token expired'), Math.max(0, untilExpiry));
+        connection.expiry.unref();
+      }
       return true;
     },
-    onSubscribe: async (ctx: WsContext, _id, payload) => {
-      // The subscription asked for is already reserved in ctx.subscriptions; queues count too,
-      // since a client reusing an id while its first subscribe is pending leaves one untracked there.
+    onSubscribe: async (ctx: WsContext, id, payload) => {
       const { connection } = ctx.extra;
-      for (const queue of connection.queues) if (queue.finished) connection.queues.delete(queue);
-      const open = Math.max(Object.keys(ctx.subscriptions).length - 1, connection.queues.size);
-      if (open >= WS_LIMITS.subscriptionsPerConnection) {
-        return [
-          new GraphQLError(`At most ${WS_LIMITS.subscriptionsPerConnection} subscriptions per connection`, {
-            extensions: { code: 'BAD_USER_INPUT' },
-          }),
-        ];
+      // One live subscription per id: a subscribe that reuses the id of one still starting or
+      // running is what the protocol answers with 4409 when graphql-ws can tell.
+      if (connection.subscriptions.has(id)) {
+        close(connection, SUBSCRIBER_ALREADY_EXISTS, `Subscriber for ${id} already exists`);
+        return [new GraphQLError(`Subscriber for ${id} already exists`, { extensions: { code: 'BAD_USER_INPUT' } })];
       }
-      const checked = checkDocument(payload.query);
-      if ('errors' in checked) return checked.errors;
-      const { document } = checked;
-      const operation = getOperationAST(document, payload.operationName);
-      if (operation?.operation !== OperationTypeNode.SUBSCRIPTION) {
-        return [
-          new GraphQLError('Only subscriptions are taken over WebSocket: send queries and mutations with POST /graphql', {
-            extensions: { code: 'BAD_USER_INPUT' },
-          }),
-        ];
-      }
-      const variables = payload.variables ?? {};
-      const tooCostly = checkCost(document, operation, payload.operationName ?? undefined, variables);
-      if (tooCostly) return [tooCostly];
-      const auth = connection.auth!;
-      const contextValue: GraphQLContext = {
-        services,
-        loaders: new Loaders(services, auth),
-        auth,
-        selfIds: new Set(),
-        clientIp: connection.ip,
-        log: app.log,
-        connection: {
-          drop: (reason) => {
-            app.log.info({ reason, trainerId: connection.trainerId }, 'WebSocket subscriber dropped');
-            connection.socket.terminate();
-          },
-          track: (queue) => {
-            if (connection.closed) void queue.return();
-            else connection.queues.add(queue);
-          },
-        },
-      };
-      // Last, after the checks above: they must see this subscription's reservation before the next message is read.
-      const refused = await subscribes.consume(connection.key).then(
-        () => undefined,
-        (limited: RateLimiterRes) => limited,
-      );
-      if (refused) {
-        const retryAfter = Math.max(1, Math.ceil(refused.msBeforeNext / 1000));
-        const limited = new AppError(
-          'RATE_LIMITED',
-          `Too many subscriptions started on this connection; try again in ${retryAfter} s`,
-          [],
-          retryAfter,
+      // Reserved at once, before anything is awaited: the next message already sees it.
+      const full = connection.subscriptions.size >= WS_LIMITS.subscriptionsPerConnection;
+      if (!full) connection.subscriptions.add(id);
+      let started = false;
+      try {
+        // Every subscribe message counts, whatever becomes of it.
+        const limited = await subscribes.consume(connection.key).then(
+          () => undefined,
+          (refused: RateLimiterRes) => refused,
         );
-        return [new GraphQLError(limited.message, { originalError: limited })];
+        if (limited) {
+          const retryAfter = Math.max(1, Math.ceil(limited.msBeforeNext / 1000));
+          const error = new AppError(
+            'RATE_LIMITED',
+            `Too many subscriptions started on this connection; try again in ${retryAfter} s`,
+            [],
+            retryAfter,
+          );
+          return [new GraphQLError(error.message, { originalError: error })];
+        }
+        if (full) {
+          return [
+            new GraphQLError(`At most ${WS_LIMITS.subscriptionsPerConnection} subscriptions per connection`, {
+              extensions: { code: 'BAD_USER_INPUT' },
+            }),
+          ];
+        }
+        const ended = await sessionEnded(connection);
+        if (ended) return [ended];
+        const checked = checkDocument(payload.query);
+        if ('errors' in checked) return checked.errors;
+        const { document } = checked;
+        const operation = getOperationAST(document, payload.operationName);
+        if (operation?.operation !== OperationTypeNode.SUBSCRIPTION) {
+          return [
+            new GraphQLError('Only subscriptions are taken over WebSocket: send queries and mutations with POST /graphql', {
+              extensions: { code: 'BAD_USER_INPUT' },
+            }),
+          ];
+        }
+        const variables = payload.variables ?? {};
+        // As over HTTP: nesting is bounded before anything walks the values (graphql-js's
+        // coercion and the cost limit's cache key recurse), and values that do not fit their
+        // types are BAD_USER_INPUT before execution.
+        if (nestedDeeperThan(variables, MAX_JSON_DEPTH)) {
+          return [
+            new GraphQLError(`The variables nest arrays or objects deeper than ${MAX_JSON_DEPTH} levels`, {
+              extensions: { code: 'BAD_USER_INPUT' },
+            }),
+          ];
+        }
+        const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables, { maxErrors: LIMITS.validationErrors });
+        if (coerced.errors) {
+          return coerced.errors.map(
+            (error) => new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'BAD_USER_INPUT' } }),
+          );
+        }
+        const tooCostly = checkCost(document, operation, payload.operationName ?? undefined, variables);
+        if (tooCostly) return [tooCostly];
+        const auth = connection.auth!;
+        const contextValue: GraphQLContext = {
+          services,
+          loaders: new Loaders(services, auth),
+          auth,
+          selfIds: new Set(),
+          clientIp: connection.ip,
+          log: app.log,
+          connection: {
+            drop: (reason) => {
+              app.log.info({ reason, trainerId: connection.trainerId }, 'WebSocket subscriber dropped');
+              connection.socket.terminate();
+            },
+            track: (queue) => {
+              if (connection.closed) void queue.return();
+              else connection.queues.add(queue);
+            },
+          },
+        };
+        started = true;
+        const args: ExecutionArgs = { schema, document, operationName: payload.operationName, variableValues: variables, contextValue };
+        return args;
+      } finally {
+        // Refused before execution: graphql-ws calls no onComplete for it.
+        if (!started) connection.subscriptions.delete(id);
       }
-      const args: ExecutionArgs = { schema, document, operationName: payload.operationName, variableValues: variables, contextValue };
-      return args;
+    },
+    // Called when a started subscription's execution has ended, however it ended.
+    onComplete: (ctx: WsContext, id) => {
+      ctx.extra.connection.subscriptions.delete(id);
     },
     onError: (_ctx, _id, _payload, errors) => errors.map(formatLogged),
     onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(formatLogged) } : undefined),
@@ -264,7 +355,14 @@ export function registerSubscriptions(
 
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     const ip = clientAddress(request);
-    const connection: Connection = { key: (connectionCount += 1), socket, ip, queues: new Set(), closed: false };
+    const connection: Connection = {
+      key: (connectionCount += 1),
+      socket,
+      ip,
+      queues: new Set(),
+      subscriptions: new Set(),
+      closed: false,
+    };
     connections.add(connection);
     perAddress.set(ip, (perAddress.get(ip) ?? 0) + 1);
     socket.on('error', () => socket.terminate());
@@ -310,6 +408,7 @@ export function registerSubscriptions(
     );
     socket.once('close', (code, reason) => {
       clearInterval(ping);
+      clearTimeout(connection.expiry);
       connection.closed = true;
       for (const queue of connection.queues) void queue.return();
       connection.queues.clear();
@@ -339,7 +438,17 @@ export function registerSubscriptions(
   };
   app.server.on('upgrade', onUpgrade);
 
-  // Expired tokens and ended sessions: every open connection at once, through the merged caller read.
+  // A session that ends (logout, a refresh token replayed, here or on another instance) closes its sockets at once.
+  const stopListening = services.sessionEndings.listen((ended) => {
+    for (const connection of connections) {
+      if (connection.trainerId === undefined || connection.sessionId === undefined) continue;
+      if (isEnded(ended, connection.trainerId, connection.sessionId)) close(connection, UNAUTHORIZED, 'Session ended');
+    }
+  });
+
+  // What no notice reached (a session ended while Redis was away, rows deleted by hand, a token
+  // expiring past the longest timer): every open connection checked now and then, through the
+  // merged caller read.
   let checking = false;
   const checkSessions = setInterval(() => {
     // While the database is slow, checks do not pile up.
@@ -363,6 +472,7 @@ export function registerSubscriptions(
   app.addHook('preClose', async () => {
     closing = true;
     clearInterval(checkSessions);
+    stopListening();
     app.server.off('upgrade', onUpgrade);
     for (const connection of connections) close(connection, GOING_AWAY, 'Going away');
     // A client that never answers the closing handshake is cut after a grace period (ws waits 30 s).
