@@ -46,7 +46,7 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     delay,
   });
   const trainers = new TrainerService(trainerQueries, hasher, throttle, new CursorCodec(config.jwtSecret, 'trainers'));
-  const sessions = new SessionService(new SessionQueries(sql), config.refreshTtlSeconds);
+  const sessions = new SessionService(new SessionQueries(sql), config.refreshTtlSeconds, config.refreshReuseGraceSeconds, config.jwtSecret);
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
   return { trainers, creatures, auth, sessions, events, hasher };
 }

@@ -156,7 +156,7 @@ describe('two instances on one MySQL and one Redis', () => {
     reachable = await redisReachable('the two-instance test is');
     if (!reachable) return;
     const kind = databases.includes('mysql') ? 'mysql' : 'sqlite';
-    instances = await startTestInstances(kind, 2, { REDIS_URL: REDIS_TEST_URL });
+    instances = await startTestInstances(kind, 2, { REDIS_URL: REDIS_TEST_URL, REFRESH_REUSE_GRACE: '1s' });
   });
   afterAll(async () => instances?.close());
 
@@ -193,7 +193,7 @@ describe('two instances on one MySQL and one Redis', () => {
     expect(guesses.filter((g) => g.code === 'RATE_LIMITED')).toHaveLength(7);
   });
 
-  it('ends a session logged out on one instance on the other at once, and spots a replay made through the other', async () => {
+  it('ends a session logged out on one instance on the other at once, and spots a replay made through the other after the reuse grace', async () => {
     if (!reachable) return;
     const [a, b] = instances!.apps as [FastifyInstance, FastifyInstance];
     const { email, trainer } = await createTrainer(a);
@@ -207,9 +207,25 @@ describe('two instances on one MySQL and one Redis', () => {
 
     const stolen = await viaRest(a, email, TEST_PASSWORD, newAddress());
     const users = await refreshViaRest(a, stolen.refreshToken!, newAddress());
+    await new Promise((resolve) => setTimeout(resolve, 1200));
     expect((await refreshViaGraphQL(b, stolen.refreshToken!, newAddress())).code).toBe('UNAUTHENTICATED');
     expect((await refreshViaRest(a, users.refreshToken!, newAddress())).code).toBe('UNAUTHENTICATED');
     expect((await read(a, users.token!)).statusCode).toBe(401);
+  });
+
+  it('answers concurrent refreshes with one token through both instances alike, with one next refresh token that works', async () => {
+    if (!reachable) return;
+    const [a, b] = instances!.apps as [FastifyInstance, FastifyInstance];
+    const { email, trainer } = await createTrainer(a);
+    const login = await viaRest(a, email, TEST_PASSWORD, newAddress());
+    const results = await Promise.all(
+      [a, b, a, b].map((app, i) => (i < 2 ? refreshViaRest : refreshViaGraphQL)(app, login.refreshToken!, newAddress())),
+    );
+    expect(results.map((r) => r.code)).toEqual([undefined, undefined, undefined, undefined]);
+    expect(new Set(results.map((r) => r.refreshToken)).size).toBe(1);
+    const next = await refreshViaRest(b, results[0].refreshToken!, newAddress());
+    const read = await a.inject({ method: 'GET', url: `/trainer/${trainer.id}`, headers: { authorization: `Bearer ${next.token}` } });
+    expect(read.statusCode).toBe(200);
   });
 
   it('shares the per-address limit across instances', async () => {
