@@ -40,6 +40,7 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
   const throttle = new LoginThrottle({
     maxFailures: config.loginMaxFailures,
     windowSeconds: config.loginWindowSeconds,
+    accountMaxFailures: config.loginAccountMaxFailures,
     ipPerMinute: config.loginIpPerMinute,
     registrationsPerHour: config.registerIpPerHour,
     redis,
