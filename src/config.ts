@@ -15,6 +15,8 @@ export interface Config {
   readonly jwtTtlSeconds: number;
   /** How long a refresh token (and so a session not refreshed since) stays valid. */
   readonly refreshTtlSeconds: number;
+  /** How long a refresh token just spent by a refresh may be presented again for the same new pair. */
+  readonly refreshReuseGraceSeconds: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly corsOrigins: readonly string[];
   readonly graphqlIntrospection: boolean;
@@ -23,6 +25,8 @@ export interface Config {
   readonly redisUrl: string | undefined;
   readonly loginMaxFailures: number;
   readonly loginWindowSeconds: number;
+  /** Failed logins per account an hour, from every address together, before RATE_LIMITED. */
+  readonly loginAccountMaxFailures: number;
   readonly loginIpPerMinute: number;
   /** registerTrainer / POST /trainer attempts per client address per hour, successful or not. */
   readonly registerIpPerHour: number;
@@ -120,6 +124,8 @@ const envSchema = z.object({
   JWT_SECRET: z.string().optional(),
   JWT_TTL: tokenLifetime.default(3600),
   REFRESH_TTL: tokenLifetime.default(30 * 86400),
+  // Long enough for a retry or a second tab; longer would only widen a thief's window.
+  REFRESH_REUSE_GRACE: durationUpTo(300, '5m').default(10),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   CORS_ORIGINS: z
     .string()
@@ -140,6 +146,7 @@ const envSchema = z.object({
     .optional(),
   LOGIN_MAX_FAILURES: integer(1, 1000).default(5),
   LOGIN_WINDOW: duration.default(900),
+  LOGIN_ACCOUNT_MAX_FAILURES: integer(1, 1_000_000).default(100),
   LOGIN_IP_PER_MINUTE: integer(1, 100000).default(30),
   REGISTER_IP_PER_HOUR: integer(1, 1_000_000).default(20),
   RATE_LIMITED_DELAY_MS: integer(0, 10_000).default(1000),
@@ -239,6 +246,7 @@ export function loadConfig(env: Env = process.env): Config {
     jwtSecret,
     jwtTtlSeconds: e.JWT_TTL,
     refreshTtlSeconds: e.REFRESH_TTL,
+    refreshReuseGraceSeconds: e.REFRESH_REUSE_GRACE,
     logLevel: e.LOG_LEVEL,
     corsOrigins: Object.freeze(e.CORS_ORIGINS),
     graphqlIntrospection: e.GRAPHQL_INTROSPECTION ?? !isProduction,
@@ -247,6 +255,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: e.REDIS_URL,
     loginMaxFailures: e.LOGIN_MAX_FAILURES,
     loginWindowSeconds: e.LOGIN_WINDOW,
+    loginAccountMaxFailures: e.LOGIN_ACCOUNT_MAX_FAILURES,
     loginIpPerMinute: e.LOGIN_IP_PER_MINUTE,
     registerIpPerHour: e.REGISTER_IP_PER_HOUR,
     rateLimitedDelayMs: e.RATE_LIMITED_DELAY_MS,

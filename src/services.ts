@@ -43,6 +43,7 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
   const throttle = new LoginThrottle({
     maxFailures: config.loginMaxFailures,
     windowSeconds: config.loginWindowSeconds,
+    accountMaxFailures: config.loginAccountMaxFailures,
     ipPerMinute: config.loginIpPerMinute,
     registrationsPerHour: config.registerIpPerHour,
     redis,
@@ -50,7 +51,13 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
   });
   const trainers = new TrainerService(trainerQueries, hasher, throttle, new CursorCodec(config.jwtSecret, 'trainers'));
   const sessionEndings = new SessionEndings();
-  const sessions = new SessionService(new SessionQueries(sql), config.refreshTtlSeconds, sessionEndings);
+  const sessions = new SessionService(
+    new SessionQueries(sql),
+    config.refreshTtlSeconds,
+    config.refreshReuseGraceSeconds,
+    config.jwtSecret,
+    sessionEndings,
+  );
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
   return { trainers, creatures, auth, sessions, sessionEndings, events, hasher };
 }

@@ -45,7 +45,7 @@ export class AuthService {
     // "secret\0" for "secret" (its HMAC pads keys with zero bytes).
     const trainer = credentials && correct && matches(PASSWORD_PATTERN, password) ? await this.trainers.findById(credentials.id) : null;
     if (!trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
-    await this.throttle.succeeded(email);
+    await this.throttle.succeeded(email, clientIp);
     return this.answer(trainer, await this.sessions.open(trainer.id));
   }
 

@@ -13,6 +13,9 @@ export interface SessionRow {
   /** The hash of the secret of the one refresh token that is not spent yet. */
   readonly tokenHash: string;
   readonly expiresAt: Date;
+  /** The hash of the secret the last refresh spent, and until when it may come again (null before any refresh). */
+  readonly previousHash: string | null;
+  readonly previousUntil: Date | null;
 }
 
 /**
@@ -48,26 +51,40 @@ export class SessionQueries {
   }
 
   async byFamily(familyHash: string): Promise<SessionRow | null> {
-    const [row] = await this.sql.rows<{ id: number | string; trainerId: number | string; tokenHash: string; expiresAt: Date | string }>(
-      'SELECT id, trainer_id AS trainerId, token_hash AS tokenHash, expires_at AS expiresAt FROM trainer_session WHERE family_hash = ?',
+    const [row] = await this.sql.rows<{
+      id: number | string;
+      trainerId: number | string;
+      tokenHash: string;
+      expiresAt: Date | string;
+      previousHash: string | null;
+      previousUntil: Date | string | null;
+    }>(
+      'SELECT id, trainer_id AS trainerId, token_hash AS tokenHash, expires_at AS expiresAt, previous_hash AS previousHash, previous_until AS previousUntil FROM trainer_session WHERE family_hash = ?',
       [familyHash],
       { prepared: true },
     );
     if (!row) return null;
-    return { id: sqlInt(row.id), trainerId: sqlInt(row.trainerId), tokenHash: row.tokenHash, expiresAt: sqlDate(row.expiresAt) };
+    return {
+      id: sqlInt(row.id),
+      trainerId: sqlInt(row.trainerId),
+      tokenHash: row.tokenHash,
+      expiresAt: sqlDate(row.expiresAt),
+      previousHash: row.previousHash,
+      previousUntil: row.previousUntil === null ? null : sqlDate(row.previousUntil),
+    };
   }
 
   /**
-   * Replaces a session's current secret `from` with `to`, with a new expiry: the one atomic step
-   * of a refresh. Of two refreshes with the same token, exactly one finds `from` still current.
+   * Replaces a session's current secret `from` with `to`, with a new expiry, and keeps `from` as
+   * the previous one until `previousUntil`: the one atomic step of a refresh. Of two refreshes
+   * with the same token, exactly one finds `from` still current.
    */
-  async rotate(id: number, from: string, to: string, expiresAt: Date): Promise<boolean> {
-    const { affected } = await this.sql.write('UPDATE trainer_session SET token_hash = ?, expires_at = ? WHERE id = ? AND token_hash = ?', [
-      to,
-      this.sql.date(expiresAt),
-      id,
-      from,
-    ]);
+  async rotate(id: number, from: string, to: string, expiresAt: Date, previousUntil: Date): Promise<boolean> {
+    const { affected } = await this.sql.write(
+      // previous_hash from a parameter, not `= token_hash`: MySQL assigns left to right, with the new values.
+      'UPDATE trainer_session SET token_hash = ?, expires_at = ?, previous_hash = ?, previous_until = ? WHERE id = ? AND token_hash = ?',
+      [to, this.sql.date(expiresAt), from, this.sql.date(previousUntil), id, from],
+    );
     return affected === 1;
   }
 

@@ -1,11 +1,12 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors';
 import type { SessionEndings } from './session-endings';
 import type { SessionQueries } from './session.queries';
 
 /**
- * A refresh token: `<family>.<secret>`, 16 and 32 random bytes in base64url (384 bits). The
- * family part is the same for every token of a session; the secret changes with each refresh.
+ * A refresh token: `<family>.<secret>`, 16 and 32 bytes in base64url (384 bits). The family part
+ * is random and the same for every token of a session; the first secret is random, each next one
+ * an HMAC of the token it replaces under a server key (see SessionService.successorOf).
  */
 const FAMILY_BYTES = 16;
 const SECRET_BYTES = 32;
@@ -32,21 +33,36 @@ const sameHash = (a: string, b: string): boolean => a.length === b.length && tim
 
 /**
  * Sessions with refresh-token rotation and replay detection (RFC 9700, 4.14.2): every sign-in
- * opens a session; each refresh token can be used once and is replaced by a new one. Every token
- * of a session shares its family part, and the session keeps the hash of the one current secret:
+ * opens a session; each refresh token is replaced by a new one when used. Every token of a
+ * session shares its family part, and the session keeps the hash of the one current secret:
  * a token of the family with any other secret is a spent one coming back (only those who held a
  * token of the family know its family part), so the session ends and the stolen token is useless
  * to thief and owner alike, however many refreshes came in between, in one row per session.
+ *
+ * One exception, as Auth0's reuse interval and Okta's grace period make it: the token the last
+ * refresh spent may come again for `graceSeconds` (two tabs refreshing at once, a client retrying
+ * a refresh whose answer it lost) and gets the same new pair again, without ending the session.
+ * The new secret is a function of the spent token and a server key, so every presentation of one
+ * token within the grace gets the same successor without the service storing it, and both tabs
+ * hold the one current token afterwards, whichever of them saves its answer last.
+ *
  * Ending a session also ends its access tokens: the caller check reads whether the session is
  * open with every authenticated request (TrainerService.findCaller).
  */
 export class SessionService {
+  /** The key of successorOf, derived from the token secret under a label of its own. */
+  private readonly successorKey: Buffer;
+
   constructor(
     private readonly queries: SessionQueries,
     private readonly ttlSeconds: number,
+    private readonly graceSeconds: number,
+    serverSecret: string,
     /** Told of every session that ends here, so that what is open on its behalf (sockets) closes at once. */
     private readonly endings?: SessionEndings,
-  ) {}
+  ) {
+    this.successorKey = createHmac('sha256', serverSecret).update('refresh-token:successor').digest();
+  }
 
   /** Opens a session for a trainer who has just proved who it is, and ends its oldest beyond the cap. */
   async open(trainerId: number, now = new Date()): Promise<SessionTokens> {
@@ -61,25 +77,57 @@ export class SessionService {
 
   /**
    * Spends a refresh token for the next one of its session. UNAUTHENTICATED when the token is
-   * unknown, expired or its session ended; when it was already spent, the session ends too. Of
-   * two refreshes with the same current token, one gets the next pair and the other is refused
-   * (a client retrying a refresh whose answer it lost must not lose its session).
+   * unknown, expired or its session ended. The token the last refresh spent, presented again
+   * within the grace, gets that refresh's pair again (same refresh token, same expiry, a new
+   * access token); any other spent token, or that one after the grace, ends the session.
    */
   async rotate(refreshToken: string, now = new Date()): Promise<SessionTokens> {
     const parts = TOKEN_PATTERN.exec(refreshToken);
     if (!parts) throw refused();
-    const session = await this.queries.byFamily(hashOf(parts[1]));
+    const [, family, secret] = parts;
+    const familyHash = hashOf(family);
+    let session = await this.queries.byFamily(familyHash);
     if (!session || session.expiresAt <= now) throw refused();
-    const presented = hashOf(parts[2]);
-    if (!sameHash(presented, session.tokenHash)) {
-      await this.queries.delete(session.id);
-      this.endings?.publish({ trainerId: session.trainerId, sessionId: session.id });
-      throw refused();
+    const presented = hashOf(secret);
+    const next = this.successorOf(family, secret);
+    const nextHash = hashOf(next);
+    const { id, trainerId } = session;
+    const tokens = (refreshExpiresAt: Date): SessionTokens => ({
+      sessionId: id,
+      trainerId,
+      refreshToken: `${family}.${next}`,
+      refreshExpiresAt,
+    });
+    if (sameHash(presented, session.tokenHash)) {
+      const refreshExpiresAt = this.expiry(now);
+      const graceUntil = new Date(now.getTime() + this.graceSeconds * 1000);
+      if (await this.queries.rotate(id, presented, nextHash, refreshExpiresAt, graceUntil)) return tokens(refreshExpiresAt);
+      // A refresh with the same token rotated first: read what it wrote, then as a reuse below.
+      session = await this.queries.byFamily(familyHash);
+      if (!session || session.expiresAt <= now) throw refused();
     }
-    const secret = random(SECRET_BYTES);
-    const refreshExpiresAt = this.expiry(now);
-    if (!(await this.queries.rotate(session.id, presented, hashOf(secret), refreshExpiresAt))) throw refused();
-    return { sessionId: session.id, trainerId: session.trainerId, refreshToken: `${parts[1]}.${secret}`, refreshExpiresAt };
+    if (
+      session.previousHash !== null &&
+      sameHash(presented, session.previousHash) &&
+      session.previousUntil &&
+      now < session.previousUntil
+    ) {
+      // Another successor means the server key changed since: refused, but not taken for a theft.
+      if (!sameHash(nextHash, session.tokenHash)) throw refused();
+      return tokens(session.expiresAt);
+    }
+    await this.queries.delete(session.id);
+    this.endings?.publish({ trainerId: session.trainerId, sessionId: session.id });
+    throw refused();
+  }
+
+  /**
+   * The secret that follows `secret` in its session: HMAC-SHA256 of the token under a key derived
+   * from the server secret. Only the server can compute it, and it is the same on every instance
+   * and for every presentation of the token, so a reuse within the grace needs nothing stored.
+   */
+  private successorOf(family: string, secret: string): string {
+    return createHmac('sha256', this.successorKey).update(`${family}.${secret}`).digest('base64url');
   }
 
   /**

@@ -54,7 +54,7 @@ describe.each(databases)('sessions on %s', (kind) => {
   });
 });
 
-describe.each(databases)('the sessions, event-sequence, creature-count and REST JSON migrations on %s', (kind) => {
+describe.each(databases)('the sessions, event-sequence, creature-count, REST JSON and refresh-reuse migrations on %s', (kind) => {
   it('revert and apply again, leaving trainers and creatures alone', async () => {
     const database = await createTestDatabase(kind);
     const dataSource = createDataSource(loadDatabaseConfig({ DATABASE_URL: database.url }));
@@ -71,6 +71,7 @@ describe.each(databases)('the sessions, event-sequence, creature-count and REST 
     const owned = async () =>
       (await dataSource.query<{ n: number | string }[]>('SELECT creatures_owned AS n FROM trainer')).map((row) => Number(row.n));
     const restJson = async () => (await dataSource.query<{ j: string }[]>('SELECT rest_json AS j FROM trainer')).map((row) => row.j);
+    const previous = async () => dataSource.query<unknown[]>('SELECT previous_hash, previous_until FROM trainer_session');
     try {
       await dataSource.initialize();
       await runMigrations(dataSource);
@@ -83,7 +84,10 @@ describe.each(databases)('the sessions, event-sequence, creature-count and REST 
       expect(await tables()).toEqual(['trainer', 'trainer_session']);
       // Inserted by plain SQL: counted at the next start.
       expect(await owned()).toEqual([0]);
-      // The newest first: the REST JSON, the creature count, the event sequence, then the sessions.
+      await previous();
+      // The newest first: the refresh reuse, the REST JSON, the creature count, the event sequence, then the sessions.
+      await dataSource.undoLastMigration();
+      await expect(previous()).rejects.toThrow();
       await dataSource.undoLastMigration();
       await expect(restJson()).rejects.toThrow();
       expect(await owned()).toEqual([0]);
@@ -97,6 +101,7 @@ describe.each(databases)('the sessions, event-sequence, creature-count and REST 
       expect(await tables()).toEqual(['trainer']);
       await runMigrations(dataSource);
       expect(await tables()).toEqual(['trainer', 'trainer_session']);
+      await previous();
       // The trainer is still there, its count of events started again from 0, its creatures counted.
       expect(await eventSeq()).toEqual([0]);
       expect(await owned()).toEqual([2]);
