@@ -147,13 +147,17 @@ export class CompilingExecutor {
   ) {}
 
   readonly execute: Executor = async (requestContext) => {
-    const { document, request, operation, context: contextValue } = requestContext;
+    const { document, request, context: contextValue } = requestContext;
+    // Typed as always there, but Apollo calls the executor before it checks that the operation
+    // name resolved (an unknown or empty operationName, several operations and none named): it
+    // expects the executor to report that as graphql-js does, and makes the answer a 400 from it.
+    const operation: OperationDefinitionNode | undefined = requestContext.operation;
     const operationName = request.operationName ?? null;
     const variables = request.variables ?? {};
     // Run already by DirectQueries, which left its errors to Apollo: never run twice.
     const ran = this.direct?.ranFor(contextValue.request, request.query);
     if (ran) return ran.errors ? { ...ran, errors: ran.errors.map(asGraphQLError) } : ran;
-    const compiled = this.compiledFor(document);
+    const compiled = operation && this.compiledFor(document);
     if (compiled) {
       if (this.direct && request.query !== undefined) {
         this.direct.remember(request.query, { document, operation, operationName: operation.name?.value ?? null, compiled });

@@ -95,19 +95,60 @@ function shaped(formatted: GraphQLFormattedError, code: GraphQLCode, message: st
 }
 
 /**
- * Every GraphQL error leaves with a catalogue code. Application errors keep their message;
- * anything unexpected is masked, so no stack, SQL or driver text reaches a client (the
- * logging plugin below has already logged it, with the request's id).
+ * Reasons graphql-js gives for refusing a value that quote the value (a variable's, or a literal
+ * of the document), and what is kept of each: the type and the rule, never what was sent.
  */
+const VALUE_QUOTES: readonly (readonly [RegExp, string])[] = [
+  // "Int cannot represent non-integer value: "abc"", "Enum "Team" cannot represent non-string value: 5."
+  [/^((?:Enum "\w+"|\w+) cannot represent [^:]*value): [\s\S]*$/, '$1.'],
+  // "Value "X" does not exist in "Team" enum." with X as sent, unescaped: the greedy match finds
+  // the last such sentence, graphql-js's own, whose hint after it names enum values only.
+  [/^Value [\s\S]* does not exist in ("\w+") enum\.([\s\S]*)$/, 'Value does not exist in $1 enum.$2'],
+  // "Expected value of type "Int!", found "abc"." (a literal; also "...; <the scalar's reason>").
+  [/^(Expected value of type "[^"]*"), found [\s\S]*$/, '$1.'],
+  // "Expected type "X". <what the scalar said>": a scalar's own words may quote the value.
+  [/^(Expected type "\w+")\.[\s\S]*$/, '$1.'],
+  // "Argument "id" has invalid value <the literal>."
+  [/^(Argument "\w+" has invalid value) [\s\S]*$/, '$1.'],
+];
+
+function withoutQuotedValue(reason: string): string {
+  for (const [pattern, kept] of VALUE_QUOTES) if (pattern.test(reason)) return reason.replace(pattern, kept);
+  return reason;
+}
+
+const INVALID_VARIABLE = /^(Variable "\$(\w+)" got invalid value) /;
+
 /**
- * What a client is told about its own mistake. The value of a variable that failed coercion is
- * not echoed (it may be a whole registration, password included); in production no
+ * A message without the value it refused. graphql-js writes a variable's as `Variable "$i" got
+ * invalid value <the value, printed> at "i.team"; <reason>` (the value may be a whole
+ * registration, password included, and may itself hold "; " or ` at "`): the reason is the
+ * error's cause, so what stands between the name and it is cut out by length, and only the path
+ * is kept. Reasons and validation messages that quote a value lose the quote (VALUE_QUOTES).
+ */
+function withoutValues(message: string, error: unknown): string {
+  const variable = INVALID_VARIABLE.exec(message);
+  if (!variable) return withoutQuotedValue(message);
+  const cause = error instanceof GraphQLError ? error.originalError : undefined;
+  const reason = cause instanceof Error ? cause.message : undefined;
+  // Not graphql-js's shape after all: nothing after the name is kept.
+  if (reason === undefined || !message.endsWith(`; ${reason}`)) return `${variable[1]}.`;
+  const printed = message.slice(variable[0].length - 1, message.length - reason.length - 2);
+  const name = variable[2];
+  const path = / at "([\w.[\]]+)"$/.exec(printed)?.[1];
+  const at = path === name || path?.startsWith(`${name}.`) || path?.startsWith(`${name}[`) ? ` at "${path}"` : '';
+  return `${variable[1]}${at}; ${withoutQuotedValue(reason)}`;
+}
+
+/**
+ * What a client is told about its own mistake. No value it sent is echoed (a variable's may be a
+ * whole registration, password included; see withoutValues); in production no
  * "Did you mean ...?" hints either, not even about enum values or input fields.
  */
-function clientMessage(message: string, isProduction: boolean): string {
+function clientMessage(message: string, error: unknown, isProduction: boolean): string {
   // graphql-armor's limit messages come as "Syntax Error: ...", which they are not.
   const plain = message.replace(/^Syntax Error: (Query (?:depth|has))/, '$1');
-  const quiet = plain.replace(/^(Variable "\$\w+" got invalid value) .*?((?: at "[\w.[\]]+")?; )(?=[A-Z])/s, '$1$2');
+  const quiet = withoutValues(plain, error);
   // Linear: a hint quotes at most five GraphQL names (no "?" in them), so each match looks at most
   // 500 characters ahead. The earlier /\s*Did you mean [\s\S]*?\?/ tried every start in a run of
   // spaces: 95 KB of them in an operationName blocked the event loop for 4.7 s.
@@ -120,9 +161,14 @@ const MAX_MESSAGE = 1000;
 
 export function createFormatError({ isProduction }: { isProduction: boolean }) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError =>
-    formatError({ ...formatted, message: clientMessage(formatted.message, isProduction) }, error);
+    formatError({ ...formatted, message: clientMessage(formatted.message, error, isProduction) }, error);
 }
 
+/**
+ * Every GraphQL error leaves with a catalogue code. Application errors keep their message;
+ * anything unexpected is masked, so no stack, SQL or driver text reaches a client (the
+ * logging plugin below has already logged it, with the request's id).
+ */
 function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   const unwrapped = unwrapResolverError(error);
   // Apollo unwraps resolver errors only (those with a path); an AppError raised before execution

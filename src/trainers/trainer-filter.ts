@@ -13,38 +13,50 @@ export interface TrainerConditions {
   readonly team?: Team;
 }
 
+/**
+ * The conditions a GraphQL filter states: a condition given as null (`{ team: null }`, sent by
+ * clients that write every key of a form) is no condition, as when it is left out.
+ */
+export function conditionsOf(filter: TrainerFilter | null | undefined): TrainerConditions {
+  const conditions: { -readonly [K in keyof TrainerConditions]: TrainerConditions[K] } = {};
+  if (filter?.nickname != null) conditions.nickname = filter.nickname;
+  if (filter?.nicknameContains != null) conditions.nicknameContains = filter.nicknameContains;
+  if (filter?.team != null) conditions.team = filter.team;
+  return conditions;
+}
+
 @InputType({ description: 'Narrows trainers(...). Every given condition must hold.' })
-export class TrainerFilter implements TrainerConditions {
-  @Field({ nullable: true, description: 'Exactly this nickname, compared case-insensitively.' })
+export class TrainerFilter {
+  @Field(() => String, { nullable: true, description: 'Exactly this nickname, compared case-insensitively.' })
   @IsOptional()
   @MaxLength(32, { message: 'must be at most 32 characters' })
-  nickname?: string;
+  nickname?: string | null;
 
-  @Field({ nullable: true, description: 'Nicknames containing this text, compared case-insensitively; 2..32 characters.' })
+  @Field(() => String, { nullable: true, description: 'Nicknames containing this text, compared case-insensitively; 2..32 characters.' })
   @IsOptional()
   @Matches(new RegExp(NICKNAME_PART_PATTERN), { message: NICKNAME_PART_RULE })
-  nicknameContains?: string;
+  nicknameContains?: string | null;
 
   @Field(() => Team, { nullable: true })
   @IsOptional()
   @IsEnum(Team, { message: 'must be VALOR, INSTINCT or MYSTIC' })
-  team?: Team;
+  team?: Team | null;
 }
 
 @ArgsType()
 export class TrainersArgs extends PageArgs {
-  @Field({
+  @Field(() => String, {
     nullable: true,
     description: 'A nextCursor from an earlier page: the page then holds the matching trainers after it (offset must be 0).',
   })
   @IsOptional()
   @MaxLength(200, { message: 'is not a cursor this service gave' })
-  after?: string;
+  after?: string | null;
 
   @Field(() => TrainerFilter, { nullable: true })
   @IsOptional()
   @ValidateNested()
-  filter?: TrainerFilter;
+  filter?: TrainerFilter | null;
 }
 
 @ArgsType()

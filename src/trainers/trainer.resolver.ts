@@ -24,7 +24,7 @@ import { Viewer } from '../graphql/viewer.decorator';
 import { checkArguments, withArgs, type FieldResolvers } from '../graphql/field-resolvers';
 import { TrainerPage } from './trainer-page.type';
 import { isTrainerField, type TrainerField } from './trainer.queries';
-import { NicknameArgs, TrainersArgs } from './trainer-filter';
+import { conditionsOf, NicknameArgs, TrainersArgs } from './trainer-filter';
 import { Trainer } from './trainer.entity';
 import { RegisterTrainerArgs } from './trainer.inputs';
 import { visibleEmail } from './trainer.service';
@@ -129,8 +129,9 @@ export class TrainerResolver {
   ): Promise<TrainerPage> {
     return ctx.loaders.trainerPage(limit, offset, {
       withCounts: selectsField(info, 'items', 'creaturesOwned'),
-      after,
-      filter: { ...filter },
+      // Null (a client's first page of `fetchMore`) is the first page, as when left out.
+      after: after ?? undefined,
+      filter: conditionsOf(filter),
       creatures: await creaturesToReadAhead(info),
       fields: trainerFieldsOf(info),
     });

@@ -119,6 +119,59 @@ describe.each(databases)('queries answered without Apollo’s pipeline on %s', (
     expect(parsed(answer).errors?.[0].extensions?.code).toBe(code);
   });
 
+  it('answers each odd request the same before and after its text is known (status and body)', async () => {
+    const plain = 'query T9 { __typename }';
+    const withVariable = 'query T10($id: ID!) { trainer(id: $id) { id } }';
+    const id = String(other.trainer.id);
+    type Odd = { name: string; text: string } & ({ body: Record<string, unknown> } | { get: Record<string, string> });
+    const odd: Odd[] = [
+      { name: 'a wrong operationName', text: plain, body: { query: plain, operationName: 'Nope' } },
+      { name: 'an empty operationName', text: plain, body: { query: plain, operationName: '' } },
+      { name: 'operationName null', text: plain, body: { query: plain, operationName: null } },
+      { name: 'operationName not a string', text: plain, body: { query: plain, operationName: 7 } },
+      { name: 'an extra body key', text: plain, body: { query: plain, extra: true } },
+      { name: 'variables as a string', text: plain, body: { query: plain, variables: '{}' } },
+      { name: 'variables as a list', text: plain, body: { query: plain, variables: [] } },
+      { name: 'GET with a wrong operationName', text: plain, get: { query: plain, operationName: 'Nope' } },
+      { name: 'GET with an empty operationName', text: plain, get: { query: plain, operationName: '' } },
+      { name: 'GET with the right operationName', text: plain, get: { query: plain, operationName: 'T9' } },
+      { name: 'a variable of the wrong type', text: withVariable, body: { query: withVariable, variables: { id: true } } },
+      { name: 'a missing variable', text: withVariable, body: { query: withVariable, variables: {} } },
+      { name: 'a variable the document does not declare', text: withVariable, body: { query: withVariable, variables: { id, other: 1 } } },
+      {
+        name: 'a wrong operationName, with variables',
+        text: withVariable,
+        body: { query: withVariable, variables: { id }, operationName: 'T9' },
+      },
+      {
+        name: 'two operations and no name',
+        text: plain,
+        body: { query: `${plain} query T11 { __typename }` },
+      },
+    ];
+    const send = async (request: Odd) => {
+      if ('body' in request) {
+        const { status, body } = await post(request.body);
+        return { status, body };
+      }
+      const response = await t.app.inject({
+        method: 'GET',
+        url: `/graphql?${new URLSearchParams(request.get).toString()}`,
+        headers: { 'apollo-require-preflight': 'true', authorization: `Bearer ${me.token}` },
+      });
+      return { status: response.statusCode, body: response.body };
+    };
+    const before: { status: number; body: string }[] = [];
+    for (const request of odd) before.push(await send(request));
+    await learn({ query: plain });
+    await learn({ query: withVariable, variables: { id } });
+    for (const known of [{ query: plain }, { query: withVariable, variables: { id } }]) expect((await both(known)).counted).toBe(1);
+    const after: { status: number; body: string }[] = [];
+    for (const request of odd) after.push(await send(request));
+    expect(odd.map((request, i) => [request.name, after[i]])).toEqual(odd.map((request, i) => [request.name, before[i]]));
+    expect(before.every(({ status }) => status < 500)).toBe(true);
+  });
+
   it('runs a known query that fails once: Apollo reports the errors it had, with what it read', async () => {
     const body = { query: 'query Failing { trainers(limit: 2) { items { id } } me { id creatures(limit: 101) { id } } }' };
     for (let i = 0; i < LEARN; i += 1) await post(body);
