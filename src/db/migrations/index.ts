@@ -5,6 +5,7 @@ import { Sessions1795600000000 } from './1795600000000-Sessions';
 import { EventSequence1795700000000 } from './1795700000000-EventSequence';
 import { CreatureCount1795800000000 } from './1795800000000-CreatureCount';
 import { TrainerJson1795900000000 } from './1795900000000-TrainerJson';
+import { NameKeysWithoutSelectors1796100000000 } from './1796100000000-NameKeysWithoutSelectors';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
 export const migrations = [
@@ -15,4 +16,5 @@ export const migrations = [
   EventSequence1795700000000,
   CreatureCount1795800000000,
   TrainerJson1795900000000,
+  NameKeysWithoutSelectors1796100000000,
 ];

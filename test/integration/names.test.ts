@@ -1,0 +1,196 @@
+import { loadDatabaseConfig } from '../../src/config';
+import { nameKey } from '../../src/common/text';
+import { Creature } from '../../src/creatures/creature.entity';
+import { createDataSource } from '../../src/db/data-source';
+import { runMigrations } from '../../src/db/migrate';
+import { migrations } from '../../src/db/migrations/index';
+import { frozenNameKey, NameKeysWithoutSelectors1796100000000 } from '../../src/db/migrations/1796100000000-NameKeysWithoutSelectors';
+import { ERROR_STATUS, type ErrorCode } from '../../src/errors';
+import { Trainer } from '../../src/trainers/trainer.entity';
+import { createTestDatabase, databases, startTestApp, type TestApp } from '../helpers/app';
+import { namedDrivers, type Driver, type Outcome } from '../helpers/drivers';
+import { createTrainer, unique, type TrainerFixture } from '../helpers/factories';
+
+/*
+ * Names that look the same are one name: variation selectors, tag characters and a combining
+ * mark first are refused in every name, and the creature name key leaves the first two out
+ * (the NameKeysWithoutSelectors migration re-keys stored rows).
+ */
+
+function expectFailure<T>(driver: Driver, result: Outcome<T>, code: string, field: string): void {
+  expect(result).toMatchObject({ ok: false, code });
+  if (result.ok) return;
+  if (driver.name === 'rest') expect(result.status).toBe(ERROR_STATUS[code as ErrorCode]);
+  expect(result.fields?.map((f) => f.field)).toContain(field);
+}
+
+function value<T>(result: Outcome<T>): T {
+  if (!result.ok) throw new Error(`expected success, got ${result.code} ${JSON.stringify(result.fields ?? '')}`);
+  return result.value;
+}
+
+/** Names that looked like another (or like nothing) and were accepted, named for the test titles. */
+const LOOKALIKES = [
+  ['a variation selector', 'Mew\uFE00'],
+  ['a supplementary variation selector', 'Mew\u{E0100}'],
+  ['29 supplementary variation selectors', `Mew${'\u{E0101}'.repeat(29)}`],
+  ['a space and an emoji variation selector', 'Ab \uFE0F'],
+  ['an emoji with its variation selector', '\u2764\uFE0F'],
+  ['a tag character', 'Mew\u{E0041}'],
+  ['only a combining mark', '\u0301'],
+  ['a combining mark first, after spaces', '  \u0301Mew'],
+] as const;
+
+describe.each(databases)('names and nicknames on %s', (kind) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(kind, { LOGIN_IP_PER_MINUTE: '100000' });
+  });
+  afterAll(async () => t.close());
+
+  describe.each(namedDrivers)('through %s', (_name, makeDriver) => {
+    let api: Driver;
+    let me: TrainerFixture;
+    const registration = (overrides: Record<string, unknown> = {}) => {
+      const nickname = unique('Nm_');
+      return {
+        nickname,
+        firstName: 'Gary',
+        lastName: 'Oak',
+        email: `${nickname}@example.test`,
+        password: 'eevee-forever',
+        team: 'MYSTIC',
+        ...overrides,
+      };
+    };
+    beforeAll(async () => {
+      api = makeDriver(t.app);
+      me = await createTrainer(t.app);
+      for (const name of ['Mew', 'Ab', '\u2764'])
+        value(await api.createCreature(me.token, String(me.trainer.id), { name, speciesId: 151 }));
+    });
+    const creatures = () => t.app.dataSource.getRepository(Creature);
+
+    it.each(LOOKALIKES)('refuses a creature name with %s as BAD_USER_INPUT naming the field, and writes nothing', async (_what, name) => {
+      expectFailure(api, await api.createCreature(me.token, String(me.trainer.id), { name, speciesId: 151 }), 'BAD_USER_INPUT', 'name');
+      const [mew] = await creatures().findBy({ trainerId: me.trainer.id, name: 'Mew' });
+      expectFailure(api, await api.updateCreature(me.token, String(me.trainer.id), String(mew.id), { name }), 'BAD_USER_INPUT', 'name');
+      expect((await creatures().findBy({ trainerId: me.trainer.id })).map((c) => c.name).sort()).toEqual(['Ab', 'Mew', '\u2764']);
+    });
+
+    it.each(LOOKALIKES)(
+      'refuses first and last names with %s as BAD_USER_INPUT naming the field, and writes nothing',
+      async (_what, name) => {
+        for (const field of ['firstName', 'lastName']) {
+          const input = registration({ [field]: name });
+          expectFailure(api, await api.register(input), 'BAD_USER_INPUT', field);
+          expect(await t.app.dataSource.getRepository(Trainer).countBy({ nickname: input.nickname })).toBe(0);
+        }
+      },
+    );
+
+    it('still takes a combining mark after a letter, and a name ending in one', async () => {
+      const created = value(
+        await api.createCreature(me.token, String(me.trainer.id), { name: `Ze\u0301${unique('')}e\u0301`, speciesId: 1 }),
+      );
+      expect(created.name.startsWith('Z\u00E9')).toBe(true);
+    });
+  });
+});
+
+describe('the frozen name key of the NameKeysWithoutSelectors migration', () => {
+  it('is the service’s name key', () => {
+    const names = [
+      'Mew',
+      'Mew\uFE00',
+      'Mew\u{E0100}',
+      'Ab \uFE0F',
+      'Straẞe',
+      'Ｍｅｗ',
+      'Οδυσσευς',
+      'Kızıl',
+      'İstanbul',
+      '\uFDFA',
+      'e\uFE00\u0301',
+      'ǅ',
+    ];
+    expect(names.map(frozenNameKey)).toEqual(names.map(nameKey));
+  });
+});
+
+describe.each(databases)('the name-key migration without variation selectors on %s', (kind) => {
+  it('re-keys stored names without variation selectors and tags, keeps both creatures where two became one name, and says so', async () => {
+    const database = await createTestDatabase(kind);
+    const warnings: string[] = [];
+    const open = (upTo: number) =>
+      createDataSource(loadDatabaseConfig({ DATABASE_URL: database.url }), { warn: (_, message) => warnings.push(message) }).setOptions({
+        migrations: migrations.slice(0, upTo),
+      });
+    // Keys as the code before this migration made them (selectors and tags kept).
+    const old: [string, string][] = [
+      ['Mew', 'mew'],
+      ['Mew\uFE00', 'mew\uFE00'],
+      ['Mew\u{E0100}', 'mew\u{E0100}'],
+      [`Mew${'\u{E0101}'.repeat(29)}`, `mew${'\u{E0101}'.repeat(29)}`],
+      ['Ab', 'ab'],
+      ['Ab \uFE0F', 'ab \uFE0F'],
+      ['Pi\u{E0041}ka', 'pi\u{E0041}ka'],
+      ['Solo\uFE0F', 'solo\uFE0F'],
+    ];
+    const before = open(migrations.indexOf(NameKeysWithoutSelectors1796100000000));
+    let trainerId: number;
+    try {
+      await before.initialize();
+      await runMigrations(before);
+      await before.query(
+        "INSERT INTO trainer (nickname, nickname_key, first_name, last_name, email, password_hash, team, created_at) VALUES ('sel', 'sel', 'A', 'B', 'sel@example.com', 'x', 'VALOR', '2026-01-01 00:00:00.000')",
+      );
+      [{ id: trainerId }] = await before.query<{ id: number }[]>("SELECT id FROM trainer WHERE nickname = 'sel'");
+      for (const [name, key] of old) {
+        await before.query('INSERT INTO creature (name, name_key, species_id, level, trainer_id, created_at) VALUES (?, ?, 1, 1, ?, ?)', [
+          name,
+          key,
+          trainerId,
+          '2026-01-01 00:00:00.000',
+        ]);
+      }
+      expect(warnings).toEqual([]);
+    } finally {
+      await before.destroy();
+    }
+    const after = open(migrations.length);
+    try {
+      await after.initialize();
+      await runMigrations(after);
+      const rows = await after.query<{ id: number; name: string; name_key: string }[]>(
+        'SELECT id, name, name_key FROM creature ORDER BY id',
+      );
+      expect(rows.map((row) => row.name)).toEqual(old.map(([name]) => name));
+      const row = (name: string) => rows.find((r) => r.name === name)!;
+      const own = (key: string, name: string) => `${key}\u0000${row(name).id}`;
+      expect(rows.map((r) => [r.name, r.name_key])).toEqual([
+        ['Mew', 'mew'],
+        ['Mew\uFE00', own('mew', 'Mew\uFE00')],
+        ['Mew\u{E0100}', own('mew', 'Mew\u{E0100}')],
+        [`Mew${'\u{E0101}'.repeat(29)}`, own('mew', `Mew${'\u{E0101}'.repeat(29)}`)],
+        ['Ab', 'ab'],
+        ['Ab \uFE0F', own('ab', 'Ab \uFE0F')],
+        ['Pi\u{E0041}ka', 'pika'],
+        ['Solo\uFE0F', 'solo'],
+      ]);
+      const ids = (...names: string[]) => names.map((name) => `${row(name).id} ${JSON.stringify(name)}`).join(', ');
+      expect(warnings).toEqual([
+        expect.stringContaining(
+          `trainer ${trainerId} has creatures that are the same name without variation selectors or tag characters; ${ids('Mew')} keeps it, kept under keys of their own: ${ids('Mew\uFE00', 'Mew\u{E0100}', `Mew${'\u{E0101}'.repeat(29)}`)}`,
+        ),
+        expect.stringContaining(`${ids('Ab')} keeps it, kept under keys of their own: ${ids('Ab \uFE0F')}`),
+        expect.stringContaining('6 name keys recomputed without variation selectors or tag characters'),
+      ]);
+      const pending = await after.driver.createSchemaBuilder().log();
+      expect(pending.upQueries.map((q) => q.query)).toEqual([]);
+    } finally {
+      await after.destroy();
+      await database.drop();
+    }
+  });
+});
