@@ -167,3 +167,6 @@ export function matches(pattern: string, value: string): boolean {
   if (!regex) compiled.set(pattern, (regex = new RegExp(pattern, 'u')));
   return regex.test(value);
 }
+
+/** Whether a value follows the nickname rules: only such a nickname can be registered, or found. */
+export const isNickname = (value: string): boolean => matches(NICKNAME_PATTERN, value);

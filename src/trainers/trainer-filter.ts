@@ -1,4 +1,4 @@
-import { IsEnum, IsOptional, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { IsEnum, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { ArgsType, Field, InputType } from 'type-graphql';
 import { PageArgs } from '../common/args';
 import { Team } from './team';
@@ -15,9 +15,12 @@ export interface TrainerConditions {
 
 @InputType({ description: 'Narrows trainers(...). Every given condition must hold.' })
 export class TrainerFilter implements TrainerConditions {
-  @Field({ nullable: true, description: 'Exactly this nickname, compared case-insensitively.' })
+  @Field({
+    nullable: true,
+    description: 'Exactly this nickname, compared case-insensitively; one outside the nickname rules matches nobody.',
+  })
   @IsOptional()
-  @MaxLength(32, { message: 'must be at most 32 characters' })
+  @IsString()
   nickname?: string;
 
   @Field({ nullable: true, description: 'Nicknames containing this text, compared case-insensitively; 2..32 characters.' })
@@ -47,9 +50,10 @@ export class TrainersArgs extends PageArgs {
   filter?: TrainerFilter;
 }
 
+/** Any text: a nickname outside the nickname rules finds nobody (TrainerService.findByNickname). */
 @ArgsType()
 export class NicknameArgs {
   @Field()
-  @MaxLength(32, { message: 'must be at most 32 characters' })
+  @IsString()
   nickname!: string;
 }

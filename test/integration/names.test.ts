@@ -10,11 +10,13 @@ import { Trainer } from '../../src/trainers/trainer.entity';
 import { createTestDatabase, databases, startTestApp, type TestApp } from '../helpers/app';
 import { namedDrivers, type Driver, type Outcome } from '../helpers/drivers';
 import { createTrainer, unique, type TrainerFixture } from '../helpers/factories';
+import { gql } from '../helpers/graphql';
 
 /*
  * Names that look the same are one name: variation selectors, tag characters and a combining
  * mark first are refused in every name, and the creature name key leaves the first two out
- * (the NameKeysWithoutSelectors migration re-keys stored rows).
+ * (the NameKeysWithoutSelectors migration re-keys stored rows). A nickname outside the nickname
+ * rules finds nobody, by trainerByNickname and by the nickname filter alike.
  */
 
 function expectFailure<T>(driver: Driver, result: Outcome<T>, code: string, field: string): void {
@@ -48,7 +50,7 @@ describe.each(databases)('names and nicknames on %s', (kind) => {
   });
   afterAll(async () => t.close());
 
-  describe.each(namedDrivers)('through %s', (_name, makeDriver) => {
+  describe.each(namedDrivers)('through %s', (driverName, makeDriver) => {
     let api: Driver;
     let me: TrainerFixture;
     const registration = (overrides: Record<string, unknown> = {}) => {
@@ -94,6 +96,58 @@ describe.each(databases)('names and nicknames on %s', (kind) => {
         await api.createCreature(me.token, String(me.trainer.id), { name: `Ze\u0301${unique('')}e\u0301`, speciesId: 1 }),
       );
       expect(created.name.startsWith('Z\u00E9')).toBe(true);
+    });
+    describe('nickname lookups', () => {
+      let mbob: TrainerFixture;
+      let short: TrainerFixture;
+      let odd: TrainerFixture;
+      beforeAll(async () => {
+        mbob = await createTrainer(t.app, { nickname: unique('kbob') });
+        // Rows no registration could make (plain SQL, older rules): a lookup outside the rules finds none of them either.
+        short = await createTrainer(t.app, { nickname: `${driverName[0]}1`, nicknameKey: `${driverName[0]}1` });
+        const bang = `${unique('o')}!`;
+        odd = await createTrainer(t.app, { nickname: bang, nicknameKey: bang });
+      });
+
+      /** What trainerByNickname (GraphQL) and the nickname filter (this transport) find for `nickname`: ids. */
+      async function found(nickname: string): Promise<{ byNickname?: number | null; filtered: number[]; totalCount: number }> {
+        const page = value(await api.listTrainers(me.token, { filter: { nickname } }));
+        const result = { filtered: page.items.map((item) => item.id), totalCount: page.totalCount };
+        if (api.name === 'rest') return result;
+        const res = await gql<{ trainerByNickname: { id: string } | null }>(
+          t.app,
+          'query($n: String!) { trainerByNickname(nickname: $n) { id } }',
+          { n: nickname },
+          me.token,
+        );
+        expect(res.errors).toBeUndefined();
+        const byId = res.data!.trainerByNickname;
+        return { ...result, byNickname: byId === null ? null : Number(byId.id) };
+      }
+      const nobody = () => (api.name === 'rest' ? { filtered: [], totalCount: 0 } : { byNickname: null, filtered: [], totalCount: 0 });
+
+      it('finds a nickname that follows the rules, in any case', async () => {
+        const id = mbob.trainer.id;
+        expect(await found(mbob.trainer.nickname.toUpperCase())).toEqual(
+          api.name === 'rest' ? { filtered: [id], totalCount: 1 } : { byNickname: id, filtered: [id], totalCount: 1 },
+        );
+      });
+
+      it.each([
+        ['trailing spaces', (n: string) => `${n}   `],
+        ['a trailing tab', (n: string) => `${n}\t`],
+        ['leading spaces', (n: string) => `   ${n}`],
+        ['too many characters', (n: string) => `${n}${'x'.repeat(33 - n.length)}`],
+        ['the Kelvin sign for its k', (n: string) => `\u212A${n.slice(1)}`],
+      ])('finds nobody for a nickname with %s, by either query', async (_what, make) => {
+        expect(await found(make(mbob.trainer.nickname))).toEqual(nobody());
+      });
+
+      it('finds nobody for a nickname too short or of other characters, even when such a row is stored', async () => {
+        expect(await found(short.trainer.nickname)).toEqual(nobody());
+        expect(await found(odd.trainer.nickname)).toEqual(nobody());
+        expect(await found('')).toEqual(nobody());
+      });
     });
   });
 });
