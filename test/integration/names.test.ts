@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadDatabaseConfig } from '../../src/config';
 import { nameKey } from '../../src/common/text';
 import { Creature } from '../../src/creatures/creature.entity';
@@ -16,7 +18,8 @@ import { gql } from '../helpers/graphql';
  * Names that look the same are one name: variation selectors, tag characters and a combining
  * mark first are refused in every name, and the creature name key leaves the first two out
  * (the NameKeysWithoutSelectors migration re-keys stored rows). A nickname outside the nickname
- * rules finds nobody, by trainerByNickname and by the nickname filter alike.
+ * rules finds nobody, by trainerByNickname and by the nickname filter alike. The name lengths
+ * openapi.json states (its patterns) are the ones the server applies.
  */
 
 function expectFailure<T>(driver: Driver, result: Outcome<T>, code: string, field: string): void {
@@ -42,6 +45,17 @@ const LOOKALIKES = [
   ['only a combining mark', '\u0301'],
   ['a combining mark first, after spaces', '  \u0301Mew'],
 ] as const;
+
+const ROOT = join(__dirname, '..', '..');
+type Schema = { pattern?: string; maxLength?: number };
+const openapi = JSON.parse(readFileSync(join(ROOT, 'openapi.json'), 'utf8')) as {
+  paths: Record<string, Record<string, { requestBody: { content: Record<string, { schema: { properties: Record<string, Schema> } }> } }>>;
+};
+/** Whether openapi.json's rule for a request body field takes `text` (JSON Schema patterns are ECMA-262, unicode mode). */
+function documentTakes(path: string, method: string, field: string, text: string): boolean {
+  const { pattern, maxLength } = openapi.paths[path][method].requestBody.content['application/json'].schema.properties[field];
+  return (pattern === undefined || new RegExp(pattern, 'u').test(text)) && (maxLength === undefined || [...text].length <= maxLength);
+}
 
 describe.each(databases)('names and nicknames on %s', (kind) => {
   let t: TestApp;
@@ -97,6 +111,50 @@ describe.each(databases)('names and nicknames on %s', (kind) => {
       );
       expect(created.name.startsWith('Z\u00E9')).toBe(true);
     });
+
+    describe('name lengths, as openapi.json states them', () => {
+      const around = (length: number) => ` \u3000${'a'.repeat(length)}  `;
+
+      it.each(['firstName', 'lastName'])(
+        'takes a %s of 64 characters between spaces and refuses 65, as the document says',
+        async (field) => {
+          expect([documentTakes('/trainer', 'post', field, around(64)), documentTakes('/trainer', 'post', field, around(65))]).toEqual([
+            true,
+            false,
+          ]);
+          const taken = value(await api.register(registration({ [field]: around(64) })));
+          expect(taken[field as 'firstName' | 'lastName']).toBe('a'.repeat(64));
+          expectFailure(api, await api.register(registration({ [field]: around(65) })), 'BAD_USER_INPUT', field);
+        },
+      );
+
+      it('takes a creature name of 32 characters between spaces and refuses 33, on create and update, as the document says', async () => {
+        const path = '/trainer/{trainerId}/creature';
+        expect([documentTakes(path, 'post', 'name', around(32)), documentTakes(path, 'post', 'name', around(33))]).toEqual([true, false]);
+        expect([
+          documentTakes(`${path}/{creatureId}`, 'patch', 'name', around(32)),
+          documentTakes(`${path}/{creatureId}`, 'patch', 'name', around(33)),
+        ]).toEqual([true, false]);
+        const name = (length: number) => ` ${unique('L').padEnd(length, 'x')}\u3000`;
+        const created = value(await api.createCreature(me.token, String(me.trainer.id), { name: name(32), speciesId: 1 }));
+        expect([...created.name]).toHaveLength(32);
+        expectFailure(
+          api,
+          await api.createCreature(me.token, String(me.trainer.id), { name: name(33), speciesId: 1 }),
+          'BAD_USER_INPUT',
+          'name',
+        );
+        const renamed = value(await api.updateCreature(me.token, String(me.trainer.id), String(created.id), { name: name(32) }));
+        expect([...renamed.name]).toHaveLength(32);
+        expectFailure(
+          api,
+          await api.updateCreature(me.token, String(me.trainer.id), String(created.id), { name: name(33) }),
+          'BAD_USER_INPUT',
+          'name',
+        );
+      });
+    });
+
     describe('nickname lookups', () => {
       let mbob: TrainerFixture;
       let short: TrainerFixture;
