@@ -12,6 +12,13 @@ export const normalizeEmail = (value: string): string => normalizeText(value).to
 const DOTLESS_I = '\u0131';
 
 /**
+ * What a key leaves out: variation selectors (U+FE00..U+FE0F, U+E0100..U+E01EF) and tag
+ * characters (U+E0000..U+E007F), which change nothing a reader sees. Names may no longer hold
+ * them, but rows stored before may, and must collide with the name without them.
+ */
+const INVISIBLE_IN_KEYS = /[\uFE00-\uFE0F]|[\u{E0000}-\u{E007F}]|[\u{E0100}-\u{E01EF}]/gu;
+
+/**
  * The identity of a name, for uniqueness: NFKC, then full Unicode case folding (so `ẞ`, `ß`, `SS`
  * and `ss` are one name, `ﬀ` is `ff`, full-width `Ａ` is `A`), then NFKC again. JavaScript has no
  * case folding, so it is built from upper- then lower-casing, repeated until nothing changes
@@ -19,10 +26,12 @@ const DOTLESS_I = '\u0131';
  * where that differs from Unicode's CaseFolding.txt put right: the dotless `ı` stays itself
  * (upper-casing would make it `i`), and the final `ς` folds to `σ` wherever it stands.
  * Checked for every code point against Python's `str.casefold` (see docs/architecture.md).
+ * Variation selectors and tag characters are dropped first, and the spaces that uncovers at
+ * either end trimmed (`Ab` + space + U+FE0F is `Ab`).
  * A key can be 18 times longer than its name (U+FDFA becomes 18 code points): see MAX_NAME_KEY.
  */
 export function nameKey(value: string): string {
-  let key = value.normalize('NFKC');
+  let key = value.replace(INVISIBLE_IN_KEYS, '').trim().normalize('NFKC');
   for (let round = 0; round < 4; round += 1) {
     const next = key
       .split(DOTLESS_I)

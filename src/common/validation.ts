@@ -38,9 +38,9 @@ function textRule(name: string, message: string, test: (value: string) => boolea
 export const NICKNAME_RULE = 'must be 3 to 32 characters of A-Z a-z 0-9 _ . -';
 
 export const nameRule = (max: number): string =>
-  `must be 1 to ${max} characters once the spaces around it are trimmed, without control, format or invisible characters`;
+  `must be 1 to ${max} characters once the spaces around it are trimmed, without control, format or invisible characters or variation selectors, and not start with a combining mark`;
 
-/** A name (see namePattern): 1..max characters once trimmed, nothing hidden. Stored trimmed, in NFC. */
+/** A name (see namePattern): 1..max characters once trimmed, nothing hidden, no combining mark first. Stored trimmed, in NFC. */
 export function IsName(max: number, options?: ValidationOptions): PropertyDecorator {
   return textRule('isName', nameRule(max), (value) => matches(namePattern(max), value), options);
 }

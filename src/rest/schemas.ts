@@ -124,7 +124,10 @@ export const trainerListQuery = {
   properties: {
     ...pageQuery.properties,
     after: { type: 'string', minLength: 1, maxLength: 200, description: 'A nextCursor from an earlier page; offset must then be 0' },
-    nickname: { type: 'string', maxLength: 32, description: 'Exactly this nickname, compared case-insensitively' },
+    nickname: {
+      type: 'string',
+      description: 'Exactly this nickname, compared case-insensitively; one outside the nickname rules matches nobody',
+    },
     nicknameContains: {
       type: 'string',
       pattern: NICKNAME_PART_PATTERN,

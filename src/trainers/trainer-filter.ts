@@ -1,4 +1,4 @@
-import { IsEnum, IsOptional, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { IsEnum, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { ArgsType, Field, InputType } from 'type-graphql';
 import { PageArgs } from '../common/args';
 import { Team } from './team';
@@ -27,9 +27,12 @@ export function conditionsOf(filter: TrainerFilter | null | undefined): TrainerC
 
 @InputType({ description: 'Narrows trainers(...). Every given condition must hold.' })
 export class TrainerFilter {
-  @Field(() => String, { nullable: true, description: 'Exactly this nickname, compared case-insensitively.' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'Exactly this nickname, compared case-insensitively; one outside the nickname rules matches nobody.',
+  })
   @IsOptional()
-  @MaxLength(32, { message: 'must be at most 32 characters' })
+  @IsString()
   nickname?: string | null;
 
   @Field(() => String, { nullable: true, description: 'Nicknames containing this text, compared case-insensitively; 2..32 characters.' })
@@ -59,9 +62,10 @@ export class TrainersArgs extends PageArgs {
   filter?: TrainerFilter | null;
 }
 
+/** Any text: a nickname outside the nickname rules finds nobody (TrainerService.findByNickname). */
 @ArgsType()
 export class NicknameArgs {
   @Field()
-  @MaxLength(32, { message: 'must be at most 32 characters' })
+  @IsString()
   nickname!: string;
 }

@@ -1,3 +1,4 @@
+import { isNickname } from '../common/rules';
 import { Team } from './team';
 import type { TrainerConditions } from './trainer-filter';
 import type { IndexRead, IndexRow } from './trainer.queries';
@@ -198,7 +199,11 @@ export class TrainerIndex {
    */
   private matching(conditions: TrainerConditions): { keyed: Int32Array | null; team: number } {
     let keyed: Int32Array | null = null;
-    if (conditions.nickname !== undefined) keyed = this.keysWith(conditions.nickname.toLowerCase(), true);
+    // A nickname outside the nickname rules matches nobody, as in TrainerService.findByNickname
+    // (lower-casing could otherwise make one out of `K`, the Kelvin sign, for instance).
+    if (conditions.nickname !== undefined) {
+      keyed = isNickname(conditions.nickname) ? this.keysWith(conditions.nickname.toLowerCase(), true) : new Int32Array(0);
+    }
     if (conditions.nicknameContains !== undefined) {
       const within = this.keysWith(conditions.nicknameContains.toLowerCase(), false);
       keyed = keyed === null ? within : keyed.filter((i) => within.includes(i));

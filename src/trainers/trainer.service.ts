@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 import type { LoginThrottle } from '../auth/login-throttle';
 import type { PasswordHasher } from '../auth/password';
+import { isNickname } from '../common/rules';
 import { normalizeEmail, normalizeText } from '../common/text';
 import type { Page } from '../common/args';
 import type { CursorCodec } from '../common/cursor';
@@ -371,8 +372,13 @@ export class TrainerService {
     return ids.map((id) => trainers.get(id) ?? null);
   }
 
-  /** A trainer by nickname, case-insensitively, or null. */
+  /**
+   * A trainer by nickname, case-insensitively, or null. A nickname outside the nickname rules
+   * finds nobody without a statement: MariaDB's PAD SPACE comparison would find `ash` for `ash  `,
+   * which the filter (TrainerIndex) does not.
+   */
   findByNickname(nickname: string, { withCount = false } = {}): Promise<Trainer | null> {
+    if (!isNickname(nickname)) return Promise.resolve(null);
     return this.queries.byNickname(nickname, withCount);
   }
 

@@ -286,7 +286,8 @@ describe.each(databases)('REST shim on %s', (kind) => {
     expect(problem.fields).toEqual([
       {
         field: 'name',
-        message: 'must be 1 to 32 characters once the spaces around it are trimmed, without control, format or invisible characters',
+        message:
+          'must be 1 to 32 characters once the spaces around it are trimmed, without control, format or invisible characters or variation selectors, and not start with a combining mark',
       },
     ]);
   });

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { EMAIL_PATTERN, HIDDEN, inRanges, matches, namePattern, PASSWORD_PATTERN, SPACES } from '../../src/common/rules';
+import { EMAIL_PATTERN, HIDDEN, inRanges, MARKS, matches, namePattern, PASSWORD_PATTERN, SPACES } from '../../src/common/rules';
 import { nameKey } from '../../src/common/text';
 
 /*
@@ -8,23 +8,23 @@ import { nameKey } from '../../src/common/text';
  * property escapes can state.
  */
 
-const HIDDEN_BY_PROPERTY =
-  /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Noncharacter_Code_Point}\p{Cs}\u2800]|(?![\uFE00-\uFE0F\u{E0100}-\u{E01EF}])\p{Default_Ignorable_Code_Point}/u;
+const HIDDEN_BY_PROPERTY = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Noncharacter_Code_Point}\p{Cs}\u2800\p{Default_Ignorable_Code_Point}]/u;
 
 const codePoints = (text: string) => [...text];
 
-/** The name rule as the contract words it: trimmed of spaces, 1..max characters, nothing hidden. */
+/** The name rule as the contract words it: trimmed of spaces, 1..max characters, nothing hidden, no combining mark first. */
 function nameByDefinition(value: string, max: number): boolean {
   if (!value.isWellFormed() || codePoints(value).some((c) => HIDDEN_BY_PROPERTY.test(c))) return false;
-  const length = codePoints(value.trim()).length;
-  return length >= 1 && length <= max;
+  const trimmed = codePoints(value.trim());
+  return trimmed.length >= 1 && trimmed.length <= max && !/\p{M}/u.test(trimmed[0]);
 }
 
 /** Strings mixing what names are made of: letters, spaces of every kind, hidden and astral characters, marks. */
 const nameish = fc
   .array(
     fc.oneof(
-      fc.constantFrom('a', 'Z', 'é', 'e\u0301', 'ß', 'ẞ', 'ﬀ', 'Ｍ', '山', '🐉', '❤️', '\uFDFA', '\u0958', 'ı', 'İ', 'ς', 'Σ'),
+      fc.constantFrom('a', 'Z', 'é', 'e\u0301', 'ß', 'ẞ', 'ﬀ', 'Ｍ', '山', '🐉', '❤', '❤️', '\uFDFA', '\u0958', 'ı', 'İ', 'ς', 'Σ'),
+      fc.constantFrom('\u0301', '\u0903', '\u20DD', '\u{1D165}', '\uFE00', '\uFE0F', '\u{E0100}', '\u{E01EF}'),
       fc.constantFrom(' ', '\u00A0', '\u1680', '\u2003', '\u202F', '\u3000', '\t', '\n', '\u2028', '\uFEFF'),
       fc.constantFrom(
         '\u200D',
@@ -54,6 +54,36 @@ describe('the input rules', () => {
       if (byProperty !== inRanges(HIDDEN, code)) differing.push(code.toString(16));
     }
     expect(differing).toEqual([]);
+  });
+
+  it('list as combining marks exactly the Unicode marks (M)', () => {
+    const differing: string[] = [];
+    for (let code = 0; code <= 0x10ffff; code += 1) {
+      if (/\p{M}/u.test(String.fromCodePoint(code)) !== inRanges(MARKS, code)) differing.push(code.toString(16));
+    }
+    expect(differing).toEqual([]);
+  });
+
+  it('refuse variation selectors and tag characters anywhere in a name, and a combining mark first', () => {
+    const name = (value: string) => matches(namePattern(32), value);
+    for (const bad of [
+      'Mew\uFE00',
+      'Mew\u{E0100}',
+      `Mew${'\u{E0101}'.repeat(29)}`,
+      'Ab \uFE0F',
+      '\uFE0FAb',
+      'M\uFE0Few',
+      '❤️',
+      'Mew\u{E0041}',
+      'Mew\u{E007F}',
+      '\u0301',
+      ' \u0301Mew',
+      '\u0903a',
+      '\u20DD',
+    ]) {
+      expect([bad, name(bad)]).toEqual([bad, false]);
+    }
+    for (const good of ['Mew', '❤', 'e\u0301', 'Mew\u0301', 'Ab \u0301', ' é ']) expect([good, name(good)]).toEqual([good, true]);
   });
 
   it('list as spaces exactly the Unicode space separators (Zs), which trimming removes', () => {
@@ -115,6 +145,13 @@ describe('the input rules', () => {
     ];
     for (const group of same) expect(new Set(group.map(nameKey)).size).toBe(1);
     expect(nameKey('ı')).not.toBe(nameKey('i'));
+    // Names stored before variation selectors and tags were refused collide with the name without them.
+    expect(
+      new Set(['Mew', 'Mew\uFE00', 'Mew\u{E0100}', `Mew${'\u{E0101}'.repeat(29)}`, 'Me\u{E0041}w', 'MEW\uFE0F'].map(nameKey)).size,
+    ).toBe(1);
+    expect(nameKey('Ab \uFE0F')).toBe(nameKey('Ab'));
+    expect(nameKey('\uFE0F Ab')).toBe(nameKey('Ab'));
+    expect(nameKey('e\uFE00\u0301')).toBe(nameKey('é'));
     expect(nameKey('İ')).not.toBe(nameKey('i'));
   });
 });

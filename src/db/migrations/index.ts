@@ -6,6 +6,7 @@ import { EventSequence1795700000000 } from './1795700000000-EventSequence';
 import { CreatureCount1795800000000 } from './1795800000000-CreatureCount';
 import { TrainerJson1795900000000 } from './1795900000000-TrainerJson';
 import { RefreshReuseGrace1796000000000 } from './1796000000000-RefreshReuseGrace';
+import { NameKeysWithoutSelectors1796100000000 } from './1796100000000-NameKeysWithoutSelectors';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
 export const migrations = [
@@ -17,4 +18,5 @@ export const migrations = [
   CreatureCount1795800000000,
   TrainerJson1795900000000,
   RefreshReuseGrace1796000000000,
+  NameKeysWithoutSelectors1796100000000,
 ];
