@@ -215,11 +215,14 @@ describe.each(databases)('WebSocket sessions, ids and variables on %s', (kind) =
     } else if (Object.keys(given).length === 0) {
       text = JSON.stringify(subscribe('v', me.trainer.id, query, { t: String(me.trainer.id), n: 999_999_999_999, s: secret }));
     } else {
-      text = JSON.stringify(subscribe('v', me.trainer.id, query, { ...given, s: secret }));
+      text = JSON.stringify(subscribe('v', me.trainer.id, query, { t: { a: secret } }));
     }
     s.socket.send(text);
     await until(() => s.errorsOf('v').length > 0, 'the refusal');
     expect(s.errorsOf('v')[0]).toBe('BAD_USER_INPUT');
+    // Not in the answer either (the message names the variable, not its value).
+    expect(JSON.stringify(s.messages)).not.toContain(secret);
+    expect(JSON.stringify(s.messages)).not.toContain('999999999999');
     await sleep(100);
     expect(s.socket.readyState).toBe(WebSocket.OPEN);
     expect(lines.join('\n')).not.toContain(secret);
