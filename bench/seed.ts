@@ -6,6 +6,7 @@ import { PasswordHasher } from '../src/auth/password';
 import { loadDatabaseConfig } from '../src/config';
 import { createDataSource } from '../src/db/data-source';
 import { runMigrations } from '../src/db/migrate';
+import { reconcileDatabase } from '../src/trainers/reconcile';
 
 export const BENCH_PASSWORD = 'bench-password';
 const TEAMS = ['VALOR', 'INSTINCT', 'MYSTIC'];
@@ -86,5 +87,7 @@ export async function seed(databaseUrl: string, trainers: number, creatures: num
       await connection.end();
     }
   }
+  // As an operator's import ends: what the service keeps in each write (counts, search suffixes) made exact.
+  await reconcileDatabase(loadDatabaseConfig({ DATABASE_URL: databaseUrl }), { info: () => undefined });
   return { trainers, creatures, seconds: (Date.now() - started) / 1000 };
 }

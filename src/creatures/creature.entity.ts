@@ -10,7 +10,7 @@ export const MAX_CREATURE_NAME = 32;
  * migration gives a creature whose name became another's (a NUL and an id). 600 utf8mb4
  * characters fit MySQL's 3,072-byte index limit with trainer_id.
  */
-export const NAME_KEY_LENGTH = maxNameKey(MAX_CREATURE_NAME) + 24;
+const NAME_KEY_LENGTH = maxNameKey(MAX_CREATURE_NAME) + 24;
 
 /** A creature owned by exactly one trainer. `trainer` is a GraphQL field of CreatureResolver. */
 // simpleResolvers: the plain fields only read a property (no @Authorized field, no database access), so

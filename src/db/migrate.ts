@@ -3,43 +3,14 @@ import { isMysql } from './data-source';
 
 const LOCK_NAME = 'creature_registry_migrations';
 
-/** Trainers recounted per statement: each statement holds their rows' locks only briefly. */
-const RECOUNT_CHUNK = 5000;
-
 /**
- * Sets every trainer's creatures_owned to the number of its creature rows. The service keeps the
- * column exact itself (each creature create and delete changes it in its own transaction); this
- * catches rows changed by plain SQL (an import) while no instance was counting. In id ranges of
- * RECOUNT_CHUNK trainers; a row whose count is right is left unwritten. A chunk that deadlocks
- * with a creature write of a running instance (both lock trainer rows and creature index ranges)
- * is tried again, at most 3 times.
- */
-async function recountCreatures(dataSource: DataSource): Promise<void> {
-  const [row] = await dataSource.query<{ last: number | string | null }[]>('SELECT MAX(id) AS last FROM trainer');
-  const last = Number(row?.last ?? 0);
-  const count = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = trainer.id)';
-  const sql = `UPDATE trainer SET creatures_owned = ${count} WHERE id > ? AND id <= ? AND creatures_owned <> ${count}`;
-  for (let from = 0; from < last; from += RECOUNT_CHUNK) {
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        await dataSource.query(sql, [from, from + RECOUNT_CHUNK]);
-        break;
-      } catch (error) {
-        const code = (error as { driverError?: { code?: string } }).driverError?.code;
-        if (code !== 'ER_LOCK_DEADLOCK' || attempt === 3) throw error;
-      }
-    }
-  }
-}
-
-/**
- * Runs pending migrations, then recountCreatures. On MySQL several instances may start at once:
- * a named lock makes them take turns, and the later ones find nothing left to do.
+ * Runs pending migrations. On MySQL several instances may start at once: a named lock makes them
+ * take turns, and the later ones find nothing left to do. Nothing else runs at start: counts
+ * after rows changed by plain SQL are `npm run reconcile`'s.
  */
 export async function runMigrations(dataSource: DataSource): Promise<void> {
   if (!isMysql(dataSource)) {
     await dataSource.runMigrations({ transaction: 'each' });
-    await recountCreatures(dataSource);
     return;
   }
   const runner = dataSource.createQueryRunner();
@@ -48,7 +19,6 @@ export async function runMigrations(dataSource: DataSource): Promise<void> {
     if (Number(row?.locked) !== 1) throw new Error('Timed out waiting for another instance to finish migrating');
     try {
       await dataSource.runMigrations({ transaction: 'each' });
-      await recountCreatures(dataSource);
     } finally {
       await runner.query('SELECT RELEASE_LOCK(?)', [LOCK_NAME]);
     }

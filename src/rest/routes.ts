@@ -211,17 +211,14 @@ export async function restRoutes(
       if (request.validationError) return refuseInvalidInput(request, request.validationError);
       const { limit, offset, after, nickname, nicknameContains, team } = request.query;
       const filter = { nickname, nicknameContains, team };
-      const page = await request.auth.alongside((viewerId) =>
-        services.trainers.profilePageJson(limit, offset, viewerId, { after, filter }),
-      );
+      const page = await request.auth.alongside((viewerId) => services.trainers.profilePage(limit, offset, viewerId, { after, filter }));
       if (page.nextCursor !== null) {
         // A cursor is URL-safe already (base64url and a dot); filter values are encoded.
         let next = `limit=${limit}&after=${page.nextCursor}`;
         for (const [key, value] of Object.entries(filter)) if (value !== undefined) next += `&${key}=${encodeURIComponent(value)}`;
         reply.header('link', `</trainer?${next}>; rel="next"`);
       }
-      // JSON text already, written by the database as trainerPageSchema has it: sent as it is.
-      return reply.type('application/json; charset=utf-8').send(page.json);
+      return page;
     },
   );
 

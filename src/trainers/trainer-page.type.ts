@@ -22,5 +22,5 @@ export class TrainerPage {
   nextCursor!: string | null;
 
   /** How many trainers match the page's filter (not a GraphQL field: TrainerPageResolver.totalCount). */
-  total!: () => number;
+  total!: () => Promise<number>;
 }

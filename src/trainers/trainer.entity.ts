@@ -8,26 +8,6 @@ import { Team } from './team';
 export const MAX_TRAINER_NAME = 64;
 
 /**
- * The trainer's JSON as the REST shim writes it, after its id and without the closing brace:
- * `,"nickname":"...","firstName":"...","lastName":"...","team":"...","creaturesOwned":n,"createdAt":"...Z"`
- * (the Trainer schema's order; rest/schemas.ts). Generated and stored by the database (the
- * TrainerJson migration); the same text runs on MySQL/MariaDB and SQLite (3.44 and later have
- * CONCAT). JSON_QUOTE escapes as JSON.stringify does, and a DATETIME(3) cast to text is
- * `YYYY-MM-DD HH:MM:SS.mmm` on both (SQLite keeps it as the text the service writes, see
- * Sql.date; a row written there by plain SQL in another form shows that form in REST pages).
- */
-export const TRAINER_JSON_TAIL =
-  `CONCAT(',"nickname":', JSON_QUOTE(nickname), ',"firstName":', JSON_QUOTE(first_name), ',"lastName":', JSON_QUOTE(last_name),` +
-  ` ',"team":', JSON_QUOTE(team), ',"creaturesOwned":', creatures_owned, ',"createdAt":"', REPLACE(CAST(created_at AS CHAR), ' ', 'T'), 'Z"')`;
-
-/**
- * Room for the longest the columns can hold, even written by plain SQL: two names of 192
- * characters each escaped to 6 (a control character as \uXXXX), a nickname of 32 and the rest
- * (about 2,400 characters).
- */
-export const TRAINER_JSON_TAIL_LENGTH = 2600;
-
-/**
  * A registered trainer. `email`, `creaturesOwned` and `creatures` are GraphQL fields
  * defined by TrainerResolver, because they depend on the caller or need batching.
  */
@@ -39,6 +19,8 @@ export const TRAINER_JSON_TAIL_LENGTH = 2600;
 @Index('UQ_trainer_email', ['email'], { unique: true })
 // Narrow, for pages by offset (see the AddTrainerIdIndex migration).
 @Index('IX_trainer_id', ['id'])
+// A team's page walks its stretch in id order (see the ListsByIndex migration).
+@Index('IX_trainer_team_id', ['team', 'id'])
 export class Trainer {
   @Field(() => ID)
   @PrimaryGeneratedColumn({ type: 'int' })
@@ -85,20 +67,6 @@ export class Trainer {
   @Field()
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt!: Date;
-
-  /** TRAINER_JSON_TAIL, kept by the database; REST pages read it (TrainerQueries.asJson). */
-  @Column({
-    name: 'rest_json',
-    type: 'varchar',
-    length: TRAINER_JSON_TAIL_LENGTH,
-    nullable: true,
-    generatedType: 'STORED',
-    asExpression: TRAINER_JSON_TAIL,
-    select: false,
-    insert: false,
-    update: false,
-  })
-  restJson?: string;
 
   @OneToMany('Creature', (creature: Creature) => creature.trainer)
   creatures?: Relation<Creature[]>;

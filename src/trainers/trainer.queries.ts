@@ -1,10 +1,8 @@
 import { liveSessionsColumn, parseLiveSessions } from '../auth/session.queries';
 import { placeholders, sqlDate, sqlInt, type BatchResult, type BatchStatement, type Sql } from '../db/sql';
-import { MAX_ID } from '../common/validation';
-import { Team } from './team';
-
-const TEAMS = new Map<string, Team>(Object.values(Team).map((team) => [team, team]));
+import type { Team } from './team';
 import { Trainer } from './trainer.entity';
+import type { TrainerConditions } from './trainer-filter';
 
 /*
  * Every statement about the trainer table. Services call these; nothing else writes SQL for
@@ -52,33 +50,14 @@ const COLUMN_OF = {
 export type TrainerField = keyof typeof COLUMN_OF;
 
 export const isTrainerField = (name: string): name is TrainerField => Object.hasOwn(COLUMN_OF, name);
-/** Kept by every creature create and delete (see nextEventSeqStatements), recounted at start (recountCreatures). */
+/** Kept by every creature create and delete (see nextEventSeqStatements), recounted by `npm run reconcile` (ReconcileQueries). */
 const CREATURE_COUNT = 't.creatures_owned';
 
-/** Trainers read by id, the open sessions of those asked about (the callers), and the index rows when asked. */
+/** Trainers read by id, and the open sessions of those asked about (the callers). */
 export interface TrainersById {
   readonly trainers: Map<number, Trainer>;
   readonly liveSessions: Map<number, readonly number[]>;
-  /** The catch-up's rows when the statement could tell there are none (empty); otherwise undefined. */
-  readonly indexRows?: IndexRow[];
 }
-
-/** What TrainerIndex reads while it catches up: at most `limit` trainers after `afterId`, and those in `ids`. */
-export interface IndexRead {
-  readonly afterId: number;
-  readonly ids: readonly number[];
-  readonly limit: number;
-}
-
-type IndexRowRead = { id: number | string; nicknameKey: string; team: Team };
-
-const indexRowsStatement = ({ afterId, ids, limit }: IndexRead): BatchStatement => ({
-  sql: `SELECT id, nickname_key AS nicknameKey, team FROM trainer WHERE id > ?${ids.length > 0 ? ` OR id IN (${placeholders(ids.length)})` : ''} ORDER BY id LIMIT ${Math.trunc(limit)}`,
-  params: [afterId, ...ids],
-});
-
-/** Whether TrainerIndex has anything to catch up with (see mergedRead): its params are the afterId, then the holes. */
-const pendingColumn = (holes: number): string => `EXISTS (SELECT 1 FROM trainer WHERE id > ? OR id IN (${placeholders(holes)})) AS pending`;
 
 /**
  * The trainer table for reads by id and id range. On MySQL/MariaDB the primary key is named: left
@@ -103,82 +82,72 @@ function shaped<T>(values: readonly T[], pad: T, shapes = SHAPES): { values: T[]
 }
 
 /**
- * The merged read of TrainerService as one SELECT: the trainers by id and by range, with their
- * counts and the callers' open sessions, and whether TrainerIndex has anything to catch up with
- * (`pending`: a trainer after `afterId` or one of the holes it watches; never when no catch-up is
- * asked, as no id is above MAX_ID). Trainers are added rarely, so the catch-up's rows are read by
- * a statement of their own only when there are some. Its lists are padded to a few lengths (ids
- * and callers with an id that never exists, ranges with an empty one), so the statement takes a
- * handful of shapes and can be prepared: MySQL then sends binary rows, and mysql2 parsed a merged
- * read of 15 pages in 24-28 µs of CPU per page instead of 42-50 as text (a script sending each
- * form 3,000 times on 4 connections). Reading the catch-up's rows as a UNION ALL branch of this
- * statement cost MariaDB 60-64 µs per page against 47-51 for `pending`. The same text runs on SQLite.
+ * The merged read of TrainerService as one SELECT: the trainers by id, with their counts and the
+ * callers' open sessions. Its lists are padded to a few lengths (with an id that never exists),
+ * so the statement takes a handful of shapes and can be prepared: MySQL then sends binary rows,
+ * which mysql2 parses with less CPU than text. The same text runs on SQLite.
  */
 function mergedRead(
   ids: readonly number[],
   callers: readonly number[],
-  ranges: readonly (readonly [number, number])[],
-  index: IndexRead | undefined,
   now: Date | string,
   isMysql: boolean,
 ): { sql: string; params: unknown[]; prepared: boolean } {
   const idList = shaped(ids, NO_ID);
   const callerList = shaped(callers, NO_ID);
-  // No range at all is a shape of its own: a filtered page read by its ids shows none.
-  const rangeList = shaped<readonly [number, number]>(ranges, [NO_ID, NO_ID], [0, ...SHAPES]);
-  const holes = shaped(index?.ids ?? [], NO_ID);
   const sql =
-    `SELECT ${COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned, ${liveSessionsColumn(callerList.values.length)} AS liveSessions,` +
-    ` ${pendingColumn(holes.values.length)}` +
-    ` FROM ${byIdFrom(isMysql)} WHERE t.id IN (${placeholders(idList.values.length)})${' OR t.id BETWEEN ? AND ?'.repeat(rangeList.values.length)}`;
-  return {
-    sql,
-    params: [...callerList.values, now, index?.afterId ?? MAX_ID, ...holes.values, ...idList.values, ...rangeList.values.flat()],
-    prepared: idList.fits && callerList.fits && rangeList.fits && holes.fits,
-  };
+    `SELECT ${COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned, ${liveSessionsColumn(callerList.values.length)} AS liveSessions` +
+    ` FROM ${byIdFrom(isMysql)} WHERE t.id IN (${placeholders(idList.values.length)})`;
+  return { sql, params: [...callerList.values, now, ...idList.values], prepared: idList.fits && callerList.fits };
 }
 
-/** What TrainerQueries.asJson read: the trainers' JSON text, and the caller check's and the index's answers as in TrainersById. */
-export interface TrainersAsJson {
-  readonly json: Map<number, TrainerJson>;
-  readonly liveSessions: Map<number, readonly number[]>;
-  readonly indexRows?: IndexRow[];
-}
+/** Ids live in buckets of this many for trainer_count (see the ListsByIndex migration). */
+const COUNT_BUCKET = 65536;
 
-/** A trainer from its JSON text as the trainer itself sees it (TrainerJson.own): the caller, when a turn reads only REST pages. */
-export function trainerFromJson(text: string): Trainer {
-  const { createdAt, ...rest } = JSON.parse(text) as Omit<Trainer, 'createdAt'> & { createdAt: string };
-  return Object.assign(new Trainer(), rest, { createdAt: new Date(createdAt) });
-}
+/** Above every character of the nickname alphabet: `text` and this bound every suffix that starts with `text`. */
+const AFTER_ALPHABET = '~';
 
-/** Trainers as the REST shim shows them, as JSON text made by the database (see TrainerQueries.asJson). */
-export interface TrainerJson {
-  /** As anyone but the trainer sees it. */
-  readonly json: string;
-  /** As the trainer itself sees it (with its email): only for the trainers asked for as viewers. */
-  readonly own: string | null;
-}
+/** Positions 1..31 in a nickname key, where its suffixes of two characters or more start. */
+const POSITIONS = Array.from({ length: 31 }, (_, i) => `SELECT ${i + 1} AS n`).join(' UNION ALL ');
 
 /**
- * The JSON text of a trainer row (`t`) as the REST shim sends it: its id, then the rest_json
- * column the database keeps (TRAINER_JSON_TAIL: the Trainer schema's properties in the order its
- * serializer writes them), then `email` (only `withEmail`, last). CONCAT: MySQL/MariaDB, and
- * SQLite from 3.44.
+ * The statement that writes into trainer_nickname_suffix the suffixes of the trainers that
+ * `which` selects (a condition on `t.id`), from their nickname keys as the database holds them.
  */
-const trainerJson = (withEmail: boolean): string =>
-  withEmail ? `CONCAT('{"id":', t.id, t.rest_json, ',"email":', JSON_QUOTE(t.email), '}')` : `CONCAT('{"id":', t.id, t.rest_json, '}')`;
+const suffixesOf = (isMysql: boolean, which: string): string =>
+  isMysql
+    ? `INSERT INTO trainer_nickname_suffix (suffix, trainer_id) SELECT SUBSTRING(t.nickname_key, p.n), t.id FROM trainer t JOIN (${POSITIONS}) p ON p.n < CHAR_LENGTH(t.nickname_key) WHERE ${which}`
+    : `INSERT INTO trainer_nickname_suffix (suffix, trainer_id) SELECT substr(t.nickname_key, p.n), t.id FROM trainer t JOIN (${POSITIONS}) p ON p.n < length(t.nickname_key) WHERE ${which}`;
 
-// The team is the Team constant itself: 100k copies of "MYSTIC" would cost megabytes.
-const toIndexRow = (row: IndexRowRead): IndexRow => ({
-  id: sqlInt(row.id),
-  nicknameKey: row.nicknameKey,
-  team: TEAMS.get(row.team) ?? row.team,
-});
-
-export interface IndexRow {
-  readonly id: number;
-  readonly nicknameKey: string;
-  readonly team: Team;
+/**
+ * Where a page of trainers comes from and what it must match: `t` is the trainer table, or with
+ * `nicknameContains` the trainers whose key has a suffix starting with the text (one range of
+ * trainer_nickname_suffix's primary key, as long as the matches), read first and then joined.
+ */
+function matching(conditions: TrainerConditions, afterId: number): { from: string; where: string[]; params: unknown[] } {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  let from = 'trainer t';
+  if (conditions.nicknameContains !== undefined) {
+    const text = conditions.nicknameContains.toLowerCase();
+    // DISTINCT: a key holds the text at more than one place; it also keeps the matches a table of their own.
+    from =
+      '(SELECT DISTINCT s.trainer_id AS id FROM trainer_nickname_suffix s WHERE s.suffix >= ? AND s.suffix < ? AND s.trainer_id > ?) m' +
+      ' JOIN trainer t ON t.id = m.id';
+    params.push(text, `${text}${AFTER_ALPHABET}`, afterId);
+  } else {
+    where.push('t.id > ?');
+    params.push(afterId);
+  }
+  if (conditions.nickname !== undefined) {
+    where.push('t.nickname_key = ?');
+    params.push(conditions.nickname.toLowerCase());
+  }
+  if (conditions.team !== undefined) {
+    where.push('t.team = ?');
+    params.push(conditions.team);
+  }
+  return { from, where, params };
 }
 
 /** A trainer with the properties its row holds, and `creaturesOwned` when the statement read it. */
@@ -198,32 +167,49 @@ function toTrainer(row: TrainerRow): Trainer {
 export class TrainerQueries {
   constructor(private readonly sql: Sql) {}
 
-  /** Inserts a trainer and returns its id; the unique indexes on email and nickname key decide duplicates. */
+  /**
+   * Inserts a trainer and returns its id; the unique indexes on email and nickname key decide
+   * duplicates. In the same transaction, its nickname's suffixes (for nicknameContains) and one
+   * more trainer of its team in its id's bucket of trainer_count: lists and counts see it at once,
+   * on every instance.
+   */
   async insert(row: NewTrainerRow): Promise<number> {
-    const { insertId } = await this.sql.write(
-      'INSERT INTO trainer (nickname, nickname_key, first_name, last_name, email, password_hash, team, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      [row.nickname, row.nicknameKey, row.firstName, row.lastName, row.email, row.passwordHash, row.team, this.sql.date(row.createdAt)],
-    );
-    return insertId;
+    const isMysql = this.sql.isMysql;
+    const newId = isMysql ? 'LAST_INSERT_ID()' : 'last_insert_rowid()';
+    const [inserted] = await this.sql.batch([
+      {
+        sql: 'INSERT INTO trainer (nickname, nickname_key, first_name, last_name, email, password_hash, team, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        params: [
+          row.nickname,
+          row.nicknameKey,
+          row.firstName,
+          row.lastName,
+          row.email,
+          row.passwordHash,
+          row.team,
+          this.sql.date(row.createdAt),
+        ],
+      },
+      // The suffix and count tables have no row ids of their own (WITHOUT ROWID on SQLite), so the new id stays the trainer's.
+      { sql: suffixesOf(isMysql, `t.id = ${newId}`), params: [] },
+      {
+        sql: isMysql
+          ? `INSERT INTO trainer_count (bucket, team, n) VALUES (${newId} DIV ${COUNT_BUCKET}, ?, 1) ON DUPLICATE KEY UPDATE n = n + 1`
+          : `INSERT INTO trainer_count (bucket, team, n) VALUES (${newId} / ${COUNT_BUCKET}, ?, 1) ON CONFLICT (bucket, team) DO UPDATE SET n = n + 1`,
+        params: [row.team],
+      },
+    ]);
+    return inserted.insertId;
   }
 
   /**
-   * Trainers by id (`ids`, and every trainer in the inclusive id `ranges`), with their creature
-   * counts when `withCounts`, the open sessions of those in `callers` (the caller check: a
-   * logged-out session's access tokens stop working without a statement of their own), and, with
-   * `index`, whether TrainerIndex has rows to catch up with, all in one statement (mergedRead):
-   * `indexRows` is empty when it has none, undefined when it has some (or no row could tell). A
-   * page's trainers are a range: MariaDB walks one stretch of the primary key instead of looking
-   * each id up (for 15 pages of 20, 460-650 µs of its CPU per statement instead of 860-1,140).
+   * Trainers by id, with their creature counts when `withCounts`, and the open sessions of those
+   * in `callers` (the caller check: a logged-out session's access tokens stop working without a
+   * statement of their own), in one statement (mergedRead).
    */
-  async byIds(
-    ids: readonly number[],
-    withCounts: boolean,
-    callers: readonly number[] = [],
-    { ranges = [], index }: { ranges?: readonly (readonly [number, number])[]; index?: IndexRead } = {},
-  ): Promise<TrainersById> {
-    const read = mergedRead(ids, callers, ranges, index, this.sql.date(new Date()), this.sql.isMysql);
-    const rows = await this.sql.rows<TrainerRow & { pending: number | string }>(read.sql, read.params, { prepared: read.prepared });
+  async byIds(ids: readonly number[], withCounts: boolean, callers: readonly number[] = []): Promise<TrainersById> {
+    const read = mergedRead(ids, callers, this.sql.date(new Date()), this.sql.isMysql);
+    const rows = await this.sql.rows<TrainerRow>(read.sql, read.params, { prepared: read.prepared });
     const trainers = new Map<number, Trainer>();
     const liveSessions = new Map<number, readonly number[]>();
     for (const row of rows) {
@@ -232,63 +218,56 @@ export class TrainerQueries {
       trainers.set(trainer.id, trainer);
       if (callers.length > 0) liveSessions.set(trainer.id, parseLiveSessions(row.liveSessions));
     }
-    // Nothing to catch up with: no rows. Something, or no row to tell: undefined (read them apart).
-    const caughtUp = index && rows.length > 0 && Number(rows[0].pending) === 0 ? [] : undefined;
-    return { trainers, liveSessions, indexRows: caughtUp };
+    return { trainers, liveSessions };
   }
 
   /**
-   * The JSON text (see TrainerJson) of the trainers in `ids` and in the inclusive id `ranges`, and
-   * for those in `viewers` also as they see themselves. REST pages send it as it is: the database
-   * writes what mysql2 would otherwise parse column by column into objects that would then be
-   * serialized, so the service's one thread does less per trainer (see bench/README). With
-   * `callers` and `index`, it is also the turn's caller check and says whether the index has
-   * anything to catch up with, as mergedRead does (the callers must be among `ids` and `viewers`:
-   * their Trainer comes from their own JSON, see trainerFromJson). Padded to a few shapes and
-   * prepared, like mergedRead.
+   * Up to `limit` trainers matching `conditions` with ids above `afterId` (0: from the first),
+   * skipping `offset` of them, in id order; with their counts when `withCounts`, and only the
+   * properties in `fields` when given. Each condition rides an index: the primary key, the team's
+   * (team, id), the nickname key, or a range of trainer_nickname_suffix.
    */
-  async asJson(
-    ids: readonly number[],
-    ranges: readonly (readonly [number, number])[],
-    viewers: readonly number[],
-    { callers = [], index }: { callers?: readonly number[]; index?: IndexRead } = {},
-  ): Promise<TrainersAsJson> {
-    const isMysql = this.sql.isMysql;
-    const idList = shaped(ids, NO_ID);
-    const rangeList = shaped<readonly [number, number]>(ranges, [NO_ID, NO_ID], [0, ...SHAPES]);
-    const viewerList = shaped(viewers, NO_ID);
-    // The caller check and the index's `pending`, as in mergedRead, when the turn has callers.
-    const check = callers.length > 0 || index !== undefined;
-    const callerList = shaped(callers, NO_ID);
-    const holes = shaped(index?.ids ?? [], NO_ID);
-    const rows = await this.sql.rows<{
-      id: number | string;
-      json: string;
-      own: string | null;
-      liveSessions?: string | Buffer | null;
-      pending?: number | string;
-    }>(
-      `SELECT t.id, ${trainerJson(false)} AS json,` +
-        ` CASE WHEN t.id IN (${placeholders(viewerList.values.length)}) THEN ${trainerJson(true)} END AS own` +
-        (check ? `, ${liveSessionsColumn(callerList.values.length)} AS liveSessions, ${pendingColumn(holes.values.length)}` : '') +
-        ` FROM ${byIdFrom(isMysql)} WHERE t.id IN (${placeholders(idList.values.length)})${' OR t.id BETWEEN ? AND ?'.repeat(rangeList.values.length)}`,
-      [
-        ...viewerList.values,
-        ...(check ? [...callerList.values, this.sql.date(new Date()), index?.afterId ?? MAX_ID, ...holes.values] : []),
-        ...idList.values,
-        ...rangeList.values.flat(),
-      ],
-      { prepared: idList.fits && rangeList.fits && viewerList.fits && callerList.fits && holes.fits },
+  async page(
+    conditions: TrainerConditions,
+    afterId: number,
+    offset: number,
+    limit: number,
+    withCounts: boolean,
+    fields?: readonly TrainerField[],
+  ): Promise<Trainer[]> {
+    const { from, where, params } = matching(conditions, afterId);
+    const columns = fields ? ['t.id', ...fields.map((field) => COLUMN_OF[field])].join(', ') : COLUMNS;
+    const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
+    // LIMIT and OFFSET are written in (whole numbers, checked by the caller): MySQL refuses them as bound doubles.
+    const rows = await this.sql.rows<TrainerRow>(
+      `SELECT ${columns}${counted} FROM ${from}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}` +
+        ` ORDER BY t.id LIMIT ${Math.trunc(limit)} OFFSET ${Math.trunc(offset)}`,
+      params,
     );
-    const json = new Map<number, TrainerJson>();
-    const liveSessions = new Map<number, readonly number[]>();
-    for (const row of rows) {
-      const id = sqlInt(row.id);
-      json.set(id, { json: row.json, own: row.own });
-      if (callers.length > 0) liveSessions.set(id, parseLiveSessions(row.liveSessions));
+    return rows.map(toTrainer);
+  }
+
+  /**
+   * How many trainers match `conditions`: the team's or every team's rows of trainer_count (a few
+   * rows, however many trainers), the nickname key's one row, or the distinct trainers of a range
+   * of trainer_nickname_suffix.
+   */
+  async count(conditions: TrainerConditions): Promise<number> {
+    let sql: string;
+    let params: unknown[];
+    if (conditions.nicknameContains !== undefined || conditions.nickname !== undefined) {
+      const { from, where, params: matched } = matching(conditions, 0);
+      sql = `SELECT COUNT(*) AS n FROM ${from}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`;
+      params = matched;
+    } else if (conditions.team !== undefined) {
+      sql = 'SELECT COALESCE(SUM(n), 0) AS n FROM trainer_count WHERE team = ?';
+      params = [conditions.team];
+    } else {
+      sql = 'SELECT COALESCE(SUM(n), 0) AS n FROM trainer_count';
+      params = [];
     }
-    const caughtUp = index && rows.length > 0 && Number(rows[0].pending) === 0 ? [] : undefined;
-    return { json, liveSessions, indexRows: caughtUp };
+    const [row] = await this.sql.rows<{ n: number | string }>(sql, params, { prepared: true });
+    return sqlInt(row?.n ?? 0);
   }
 
   /**
@@ -326,13 +305,6 @@ export class TrainerQueries {
     return row ? { id: sqlInt(row.id), passwordHash: row.passwordHash } : null;
   }
 
-  /** What TrainerIndex keeps of the trainers in `read` (see IndexRead), by id. */
-  async indexRows(read: IndexRead): Promise<IndexRow[]> {
-    const { sql, params } = indexRowsStatement(read);
-    const rows = await this.sql.rows<IndexRowRead>(sql, params, { prepared: read.ids.length === 0 });
-    return rows.map(toIndexRow);
-  }
-
   /** A trainer by nickname, case-insensitively (the unique nickname_key). */
   async byNickname(nickname: string, withCount: boolean): Promise<Trainer | null> {
     const [row] = await this.sql.rows<TrainerRow>(
@@ -368,6 +340,84 @@ export class TrainerQueries {
       prepared: true,
     });
     return row ? sqlInt(row.seq) : null;
+  }
+}
+
+/**
+ * What `npm run reconcile` asks of the database (see src/reconcile.ts): every statement reads or
+ * writes one short stretch of ids, so that each holds its locks briefly while instances serve.
+ */
+export class ReconcileQueries {
+  constructor(private readonly sql: Sql) {}
+
+  /** The ids of up to `limit` trainers after `afterId`, in order. */
+  async idsAfter(afterId: number, limit: number): Promise<number[]> {
+    const rows = await this.sql.rows<{ id: number | string }>(
+      `SELECT id FROM trainer WHERE id > ? ORDER BY id LIMIT ${Math.trunc(limit)}`,
+      [afterId],
+    );
+    return rows.map((row) => sqlInt(row.id));
+  }
+
+  /**
+   * For the trainers with ids above `from` and up to `to`: their nickname suffixes written anew
+   * (those of trainers no longer there go) and their creatures_owned set to their creature rows,
+   * in one transaction. How many trainers' counts changed.
+   */
+  async trainers(from: number, to: number): Promise<number> {
+    const isMysql = this.sql.isMysql;
+    const count = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = trainer.id)';
+    const [, , recounted] = await this.sql.batch([
+      { sql: 'DELETE FROM trainer_nickname_suffix WHERE trainer_id > ? AND trainer_id <= ?', params: [from, to] },
+      { sql: suffixesOf(isMysql, 't.id > ? AND t.id <= ?'), params: [from, to] },
+      { sql: `UPDATE trainer SET creatures_owned = ${count} WHERE id > ? AND id <= ? AND creatures_owned <> ${count}`, params: [from, to] },
+    ]);
+    return recounted.affected;
+  }
+
+  /** The bucket of trainer_count that holds `id`. */
+  bucketOf(id: number): number {
+    return Math.floor(id / COUNT_BUCKET);
+  }
+
+  /** The first bucket at or after `bucket` that holds a trainer, or null. */
+  async nextBucket(bucket: number): Promise<number | null> {
+    const [row] = await this.sql.rows<{ id: number | string }>('SELECT id FROM trainer WHERE id >= ? ORDER BY id LIMIT 1', [
+      bucket * COUNT_BUCKET,
+    ]);
+    return row ? this.bucketOf(sqlInt(row.id)) : null;
+  }
+
+  /**
+   * Counts a bucket's trainers by team anew, in one transaction: on MySQL the bucket's rows are
+   * read with shared locks first, so a registration in it waits (and its count is not lost)
+   * rather than deadlocking over the count's row.
+   */
+  async bucket(bucket: number): Promise<void> {
+    const range = [bucket * COUNT_BUCKET, (bucket + 1) * COUNT_BUCKET];
+    await this.sql.batch([
+      ...(this.sql.isMysql
+        ? [{ sql: 'SELECT COUNT(*) AS n FROM trainer WHERE id >= ? AND id < ? LOCK IN SHARE MODE', params: range }]
+        : []),
+      { sql: 'DELETE FROM trainer_count WHERE bucket = ?', params: [bucket] },
+      {
+        sql: 'INSERT INTO trainer_count (bucket, team, n) SELECT ?, team, COUNT(*) FROM trainer WHERE id >= ? AND id < ? GROUP BY team',
+        params: [bucket, ...range],
+      },
+    ]);
+  }
+
+  /** Drops the counts of the buckets strictly between `after` and `before` (null: no end): they hold no trainer. */
+  async dropBuckets(after: number, before: number | null): Promise<void> {
+    await this.sql.write(
+      `DELETE FROM trainer_count WHERE bucket > ?${before === null ? '' : ' AND bucket < ?'}`,
+      before === null ? [after] : [after, before],
+    );
+  }
+
+  /** Drops the suffixes of trainer ids above `afterId` (no trainer is there). */
+  async dropSuffixesAfter(afterId: number): Promise<void> {
+    await this.sql.write('DELETE FROM trainer_nickname_suffix WHERE trainer_id > ?', [afterId]);
   }
 }
 

@@ -185,7 +185,7 @@ export class TrainerResolver {
 @Resolver(() => TrainerPage)
 export class TrainerPageResolver {
   @FieldResolver(() => Int, { description: 'Number of trainers matching the filter (every trainer without one), over all pages.' })
-  totalCount(@Root() page: TrainerPage): number {
+  totalCount(@Root() page: TrainerPage): Promise<number> {
     return page.total();
   }
 }

@@ -6,20 +6,11 @@ import { normalizeEmail, normalizeText } from '../common/text';
 import type { Page } from '../common/args';
 import type { CursorCodec } from '../common/cursor';
 import type { TrainerConditions } from './trainer-filter';
-import { TrainerIndex } from './trainer-index';
 import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Team } from './team';
 import { Trainer as TrainerClass, type Trainer } from './trainer.entity';
-import {
-  trainerFromJson,
-  type IndexRead,
-  type IndexRow,
-  type TrainerField,
-  type TrainerJson,
-  type TrainerQueries,
-  type TrainersById,
-} from './trainer.queries';
+import type { NewTrainerRow, TrainerField, TrainerQueries } from './trainer.queries';
 
 export interface NewTrainer {
   readonly nickname: string;
@@ -70,39 +61,15 @@ const alreadyExists = (field: 'email' | 'nickname'): AppError =>
 export const visibleEmail = (trainer: Trainer, viewerId: number | undefined): string | null =>
   trainer.id === viewerId ? trainer.email : null;
 
-/** Pages of up to this many trainers are read through the merged reads (see pageTrainers). */
-const MAX_MERGED_PAGE = 25;
-
 /**
- * What the merged reads (TrainerService.reads) are asked: one trainer (with its count or not; when
- * `session` is set, the caller check: null unless that is an open session of the trainer), the
- * trainers of a page (ascending ids, consecutive in the index: read as one id range where they
- * are dense), the same as the JSON text of a REST page as `viewer` sees it (see
- * TrainerQueries.asJson: a second statement of the turn, or the only one when the turn holds
- * nothing but REST pages and caller checks), or TrainerIndex's catch-up.
+ * What the merged reads (TrainerService.reads) are asked: one trainer, with its count or not, and
+ * when `session` is set, the caller check (null unless that is an open session of the trainer).
  */
-type TrainerRead =
-  | { readonly id: number; readonly count: boolean; readonly session?: number }
-  | { readonly page: readonly number[]; readonly count: boolean }
-  | { readonly json: readonly number[]; readonly viewer: number }
-  | { readonly index: IndexRead };
-
-type ReadResult = Trainer | null | (Trainer | null)[] | (string | null)[] | IndexRow[];
-
-/** A page's ids (ascending) added to `ids`, or to `ranges` as one id range where they are dense (a filtered page's may lie far apart). */
-function addPage(page: readonly number[], ids: Set<number>, ranges: [number, number][]): void {
-  const first = page[0];
-  const last = page[page.length - 1];
-  if (last - first < 2 * page.length) ranges.push([first, last]);
-  else for (const id of page) ids.add(id);
+interface TrainerRead {
+  readonly id: number;
+  readonly count: boolean;
+  readonly session?: number;
 }
-
-/** The JSON text of a trainer as `viewer` sees it (its own email only), or null when it was not found. */
-const jsonFor = (found: Map<number, TrainerJson>, id: number, viewer: number): string | null => {
-  const trainer = found.get(id);
-  if (!trainer) return null;
-  return id === viewer && trainer.own !== null ? trainer.own : trainer.json;
-};
 
 export class TrainerService {
   /**
@@ -112,25 +79,19 @@ export class TrainerService {
    * own (the driver's write, its packet parsing, the database's per-statement work). Nothing is
    * cached across requests: every read still goes to the database.
    */
-  private readonly reads = new DataLoader<TrainerRead, ReadResult>((keys) => this.readBatch(keys), {
+  private readonly reads = new DataLoader<TrainerRead, Trainer | null>((keys) => this.readBatch(keys), {
     cache: false,
     batchScheduleFn: (run) => setImmediate(run),
-    // Bounds one statement: at most 200 id ranges ORed (SQLite refuses an OR chain 1,000 deep)
-    // and 5,000 ids; a request's own reads are bounded by the GraphQL cost limit.
-    maxBatchSize: 200,
+    // Bounds one statement; a request's own reads are bounded by the GraphQL cost limit.
+    maxBatchSize: 1000,
   });
-
-  private readonly index: TrainerIndex;
 
   constructor(
     private readonly queries: TrainerQueries,
     private readonly hasher: PasswordHasher,
     private readonly throttle: LoginThrottle,
     private readonly cursors: CursorCodec,
-  ) {
-    // The index catches up in this turn's statement of trainer reads: no round trip of its own.
-    this.index = new TrainerIndex((read) => this.reads.load({ index: read }) as Promise<IndexRow[]>);
-  }
+  ) {}
 
   /**
    * Counts a registration attempt against the client's address (RATE_LIMITED over
@@ -174,11 +135,20 @@ export class TrainerService {
   }
 
   /**
+   * Inserts a trainer whose password was hashed already (a seed), in the same transaction as a
+   * registration (its suffixes and its team's count with it), without a registration's checks
+   * and limits. Returns its id.
+   */
+  insertHashed(row: NewTrainerRow): Promise<number> {
+    return this.queries.insert(row);
+  }
+
+  /**
    * A trainer by id, with `creaturesOwned` read in the same statement when `withCount`. Merged
    * with every other trainer read of this turn, this request's and others' (see `reads`).
    */
   findById(id: number, { withCount = false } = {}): Promise<Trainer | null> {
-    return this.reads.load({ id, count: withCount }) as Promise<Trainer | null>;
+    return this.reads.load({ id, count: withCount });
   }
 
   /**
@@ -187,7 +157,7 @@ export class TrainerService {
    * the statement that reads the caller, so it costs no round trip of its own.
    */
   findCaller(id: number, sessionId: number): Promise<Trainer | null> {
-    return this.reads.load({ id, count: false, session: sessionId }) as Promise<Trainer | null>;
+    return this.reads.load({ id, count: false, session: sessionId });
   }
 
   /** Trainers by id, in no particular order (those that exist), merged like findById. */
@@ -196,99 +166,32 @@ export class TrainerService {
     return found.filter((trainer): trainer is Trainer => trainer !== null);
   }
 
-  private async readBatch(keys: readonly TrainerRead[]): Promise<ReadResult[]> {
+  private async readBatch(keys: readonly TrainerRead[]): Promise<(Trainer | null)[]> {
     const ids = new Set<number>();
     const callers = new Set<number>();
-    const ranges: [number, number][] = [];
-    const jsonIds = new Set<number>();
-    const jsonRanges: [number, number][] = [];
-    const viewers = new Set<number>();
     let withCounts = false;
-    // One catch-up at a time per index, so at most one per batch; the others (should there be) are read alone.
-    const index = keys.find((key) => 'index' in key);
     for (const key of keys) {
-      if ('index' in key) continue;
-      if ('json' in key) {
-        addPage(key.json, jsonIds, jsonRanges);
-        viewers.add(key.viewer);
-      } else if ('page' in key) {
-        addPage(key.page, ids, ranges);
-        withCounts ||= key.count;
-      } else {
-        ids.add(key.id);
-        if (key.session !== undefined) callers.add(key.id);
-        withCounts ||= key.count;
-      }
+      ids.add(key.id);
+      if (key.session !== undefined) callers.add(key.id);
+      withCounts ||= key.count;
     }
-    // A turn of REST pages and their callers only (the REST lists' load): one statement, the pages
-    // as JSON text with the caller check and the index's `pending` (see TrainerQueries.asJson).
-    const pagesAndCallers =
-      viewers.size > 0 && keys.every((key) => 'json' in key || 'index' in key || ('id' in key && key.session !== undefined && !key.count));
     // Counts are a column: read for all when any read asks (only those that asked keep theirs, below).
-    const [found, foundJson] = pagesAndCallers
-      ? await this.readPagesAndCallers(jsonIds, jsonRanges, viewers, callers, index?.index)
-      : await Promise.all([
-          ids.size === 0 && ranges.length === 0
-            ? { trainers: new Map<number, Trainer>(), liveSessions: new Map<number, readonly number[]>(), indexRows: undefined }
-            : this.queries.byIds([...ids], withCounts, [...callers], { ranges, index: index?.index }),
-          viewers.size === 0
-            ? new Map<number, TrainerJson>()
-            : this.queries.asJson([...jsonIds], jsonRanges, [...viewers]).then((read) => read.json),
-        ]);
-    // The catch-up's rows, when the merged read found there are some (trainers are added
-    // rarely), and any other catch-up (never seen: one runs at a time), are read on their own.
-    const otherIndexReads = new Map<TrainerRead, IndexRow[]>();
-    for (const key of keys)
-      if ('index' in key && (key !== index || !found.indexRows)) otherIndexReads.set(key, await this.queries.indexRows(key.index));
+    const found = await this.queries.byIds([...ids], withCounts, [...callers]);
     // A trainer object per read: requests never share one (the last read of an id takes the
     // object its row became, earlier ones a copy made before it changes), and only those that
     // asked get the count.
     const reads = new Map<number, number>();
-    for (const key of keys) {
-      if ('id' in key) reads.set(key.id, (reads.get(key.id) ?? 0) + 1);
-      else if ('page' in key) for (const id of key.page) reads.set(id, (reads.get(id) ?? 0) + 1);
-    }
-    const take = (id: number, count: boolean): Trainer | null => {
-      const row = found.trainers.get(id);
-      if (!row) return null;
-      const left = reads.get(id)! - 1;
-      reads.set(id, left);
-      const trainer = left === 0 ? row : Object.assign(new TrainerClass(), row);
-      if (!count) delete trainer.creaturesOwned;
-      return trainer;
-    };
+    for (const key of keys) reads.set(key.id, (reads.get(key.id) ?? 0) + 1);
     return keys.map((key) => {
-      if ('index' in key) return otherIndexReads.get(key) ?? found.indexRows!;
-      if ('json' in key) return key.json.map((id) => jsonFor(foundJson, id, key.viewer));
-      if ('page' in key) return key.page.map((id) => take(id, key.count));
-      const trainer = take(key.id, key.count);
-      if (trainer && key.session !== undefined && !found.liveSessions.get(key.id)?.includes(key.session)) return null;
+      const row = found.trainers.get(key.id);
+      if (!row) return null;
+      if (key.session !== undefined && !found.liveSessions.get(key.id)?.includes(key.session)) return null;
+      const left = reads.get(key.id)! - 1;
+      reads.set(key.id, left);
+      const trainer = left === 0 ? row : Object.assign(new TrainerClass(), row);
+      if (!key.count) delete trainer.creaturesOwned;
       return trainer;
     });
-  }
-
-  /**
-   * REST pages and the caller check in one statement: the callers are read as JSON too (as they
-   * see themselves) and made Trainers from it. A list costs the turn no statement of its own for
-   * its caller: GET /trainer went from 0.17 statements per request to 0.09 (see bench/README).
-   */
-  private async readPagesAndCallers(
-    pageIds: Set<number>,
-    ranges: [number, number][],
-    viewers: Set<number>,
-    callers: Set<number>,
-    index: IndexRead | undefined,
-  ): Promise<[TrainersById, Map<number, TrainerJson>]> {
-    const read = await this.queries.asJson([...new Set([...pageIds, ...callers])], ranges, [...new Set([...viewers, ...callers])], {
-      callers: [...callers],
-      index,
-    });
-    const trainers = new Map<number, Trainer>();
-    for (const id of callers) {
-      const own = read.json.get(id)?.own;
-      if (own) trainers.set(id, trainerFromJson(own));
-    }
-    return [{ trainers, liveSessions: read.liveSessions, indexRows: read.indexRows }, read.json];
   }
 
   /** The id and password hash for an email, for authentication only. */
@@ -298,84 +201,67 @@ export class TrainerService {
 
   /**
    * A page by id of the trainers matching `filter`, with each trainer's `creaturesOwned` from the
-   * same statement when `withCounts` (see TrainerQueries.page). `after` (a nextCursor) starts the
-   * page after that trainer; then `offset` must be 0. `nextCursor` is null exactly when no
-   * matching trainer follows the page.
+   * same statement when `withCounts`, and only `fields` when given. `after` (a nextCursor) starts
+   * the page after that trainer; then `offset` must be 0. `nextCursor` is null exactly when no
+   * matching trainer follows the page. `total` counts the matching trainers, when asked.
    */
   async page(
     limit: number,
     offset: number,
     { withCounts = false, after, filter = {}, alongside, fields }: TrainerPageOptions = {},
   ): Promise<TrainerPageResult> {
-    const { items, nextCursor, size } = await this.pageOf(limit, offset, after, filter, async (wanted) => {
-      const [trainers] = await Promise.all([this.pageTrainers(wanted, withCounts, fields), alongside?.(wanted)]);
-      return trainers;
-    });
-    const partial = fields !== undefined && size > MAX_MERGED_PAGE;
-    return { items, limit, offset, nextCursor, total: () => this.index.count(filter), partial };
+    const { items, nextCursor } = await this.pageOf(limit, offset, after, filter, withCounts, fields);
+    await alongside?.(items.map((trainer) => trainer.id));
+    let total: Promise<number> | undefined;
+    return { items, limit, offset, nextCursor, total: () => (total ??= this.count(filter)), partial: fields !== undefined };
   }
 
   /**
-   * The page of `page` and `profilePageJson`, each trainer as `read` gives it (null: not found, left out),
-   * its size in the index, and its nextCursor.
+   * A page of trainers as `viewerId` sees them (its own email only), as the REST shim sends it:
+   * `{ items, totalCount, limit, offset, nextCursor }`, totalCount counting those matching the
+   * filter; read with the count at the same time.
    */
-  private async pageOf<T>(
+  async profilePage(
+    limit: number,
+    offset: number,
+    viewerId: number,
+    { after, filter = {} }: { after?: string; filter?: TrainerConditions } = {},
+  ): Promise<ProfilePage> {
+    const [{ items, nextCursor }, totalCount] = await Promise.all([this.pageOf(limit, offset, after, filter, true), this.count(filter)]);
+    return { items: items.map((trainer) => profileOf(trainer, viewerId)), totalCount, limit, offset, nextCursor };
+  }
+
+  /** How many trainers match `filter` (a nickname outside the nickname rules matches none). */
+  private count(filter: TrainerConditions): Promise<number> {
+    if (filter.nickname !== undefined && !isNickname(filter.nickname)) return Promise.resolve(0);
+    return this.queries.count(filter);
+  }
+
+  private async pageOf(
     limit: number,
     offset: number,
     after: string | undefined,
     filter: TrainerConditions,
-    read: (ids: readonly number[]) => Promise<readonly (T | null)[]>,
-  ): Promise<{ items: T[]; nextCursor: string | null; size: number }> {
+    withCounts: boolean,
+    fields?: readonly TrainerField[],
+  ): Promise<{ items: Trainer[]; nextCursor: string | null }> {
     if (after !== undefined && offset !== 0) {
       throw new AppError('BAD_USER_INPUT', 'With after, offset must be 0', [{ field: 'offset', message: 'must be 0 when after is given' }]);
     }
-    const afterId = after === undefined ? undefined : this.cursors.decode(after);
-    // The page is read as the index has it now, in the same round trip as the index's catch-up
-    // (and the caller check), and read again only if the catch-up changed it: trainers are
-    // added rarely, so a list costs one round trip instead of two.
-    const version = this.index.version;
-    const caughtUp = this.index.sync();
-    let ids = this.index.pageIds(limit, offset, afterId, filter);
-    let pageIds = ids.slice(0, limit);
-    let reading = read(pageIds);
-    // Awaited below, or dropped: a failure is thrown there, never left unhandled if the catch-up fails first.
-    reading.catch(() => undefined);
-    await caughtUp;
-    if (this.index.version !== version) {
-      const now = this.index.pageIds(limit, offset, afterId, filter);
-      if (now.length !== ids.length || now.some((id, i) => id !== ids[i])) {
-        ids = now;
-        pageIds = ids.slice(0, limit);
-        reading = read(pageIds);
-      }
-    }
-    // A trainer removed by plain SQL since this process started is left out (see TrainerIndex).
-    const found = await reading;
-    const items = found.filter((item): item is T => item !== null);
-    const nextCursor = ids.length > limit ? this.cursors.encode(pageIds[pageIds.length - 1]) : null;
-    return { items, nextCursor, size: pageIds.length };
-  }
-
-  /**
-   * The trainers of a page, in its order. Small pages are read with every other trainer read of
-   * this turn (see `reads`), so that concurrent pages share a statement: REST lists of 20 went
-   * from 2,117 to 2,832 req/s. Each is one key there, read as one id range. Large pages take a statement of their own: through the merged
-   * reads a page of 100 cost 6.8 ms of CPU instead of 4.6 (a load, a key and a copy per trainer).
-   * Those read only `fields` when given.
-   */
-  private async pageTrainers(ids: readonly number[], withCounts: boolean, fields?: readonly TrainerField[]): Promise<(Trainer | null)[]> {
-    if (ids.length === 0) return [];
-    if (ids.length <= MAX_MERGED_PAGE) return this.reads.load({ page: ids, count: withCounts }) as Promise<(Trainer | null)[]>;
-    const trainers = fields
-      ? await this.queries.someFieldsByIds(ids, withCounts, fields)
-      : (await this.queries.byIds(ids, withCounts)).trainers;
-    return ids.map((id) => trainers.get(id) ?? null);
+    const afterId = after === undefined ? 0 : this.cursors.decode(after);
+    // A nickname outside the nickname rules finds nobody (MariaDB's PAD SPACE comparison would find `ash` for `ash  `).
+    if (filter.nickname !== undefined && !isNickname(filter.nickname)) return { items: [], nextCursor: null };
+    // One more than the page: whether another follows.
+    const rows = await this.queries.page(filter, afterId, offset, limit + 1, withCounts, fields);
+    const items = rows.slice(0, limit);
+    const nextCursor = rows.length > limit ? this.cursors.encode(items[items.length - 1].id) : null;
+    return { items, nextCursor };
   }
 
   /**
    * A trainer by nickname, case-insensitively, or null. A nickname outside the nickname rules
-   * finds nobody without a statement: MariaDB's PAD SPACE comparison would find `ash` for `ash  `,
-   * which the filter (TrainerIndex) does not.
+   * finds nobody without a statement: MariaDB's PAD SPACE comparison would find `ash` for `ash  `
+   * (the `nickname` filter is held to the same rule, see pageOf).
    */
   findByNickname(nickname: string, { withCount = false } = {}): Promise<Trainer | null> {
     if (!isNickname(nickname)) return Promise.resolve(null);
@@ -400,37 +286,15 @@ export class TrainerService {
     if (!found) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
     return profileOf(found, viewerId);
   }
+}
 
-  /**
-   * A REST page of trainers as JSON text, as `viewerId` sees them (its own email only):
-   * `{ items, totalCount, limit, offset, nextCursor }`, totalCount counting those matching the
-   * filter; and its nextCursor. The trainers' JSON is written by the database (see
-   * TrainerQueries.asJson) in the turn's merged reads, shared with every other request of that
-   * turn: with the index catch-up and the caller check in one statement when the turn reads
-   * nothing else (see readPagesAndCallers), else in a second one.
-   */
-  async profilePageJson(
-    limit: number,
-    offset: number,
-    viewerId: number,
-    { after, filter = {} }: { after?: string; filter?: TrainerConditions } = {},
-  ): Promise<{ json: string; nextCursor: string | null }> {
-    const { items, nextCursor } = await this.pageOf(limit, offset, after, filter, (ids) => this.pageJson(ids, viewerId));
-    const cursor = nextCursor === null ? 'null' : JSON.stringify(nextCursor);
-    const json = `{"items":[${items.join(',')}],"totalCount":${this.index.count(filter)},"limit":${limit},"offset":${offset},"nextCursor":${cursor}}`;
-    return { json, nextCursor };
-  }
-
-  /** The JSON text of the trainers of a page as `viewer` sees them, in its order (null: not found); merged like pageTrainers. */
-  private async pageJson(ids: readonly number[], viewer: number): Promise<(string | null)[]> {
-    if (ids.length === 0) return [];
-    if (ids.length <= MAX_MERGED_PAGE) return this.reads.load({ json: ids, viewer }) as Promise<(string | null)[]>;
-    const alone = new Set<number>();
-    const ranges: [number, number][] = [];
-    addPage(ids, alone, ranges);
-    const found = await this.queries.asJson([...alone], ranges, [viewer]);
-    return ids.map((id) => jsonFor(found.json, id, viewer));
-  }
+/** A page of trainers as the REST shim sends it. */
+export interface ProfilePage {
+  readonly items: TrainerProfile[];
+  readonly totalCount: number;
+  readonly limit: number;
+  readonly offset: number;
+  readonly nextCursor: string | null;
 }
 
 export interface TrainerPageOptions {
@@ -439,8 +303,8 @@ export interface TrainerPageOptions {
   readonly after?: string;
   readonly filter?: TrainerConditions;
   /**
-   * A read about the page's trainers made at the same time as the trainers' own (their creatures,
-   * when the query asks for them): its ids are known from the index before any row is read.
+   * A read about the page's trainers made once they are known (their creatures, when the query
+   * asks for them), before the page is answered.
    */
   readonly alongside?: (ids: readonly number[]) => Promise<unknown>;
   /** The properties the page's reader will use (the id always comes): the others may be left out. */
@@ -449,8 +313,8 @@ export interface TrainerPageOptions {
 
 export interface TrainerPageResult extends Page<Trainer> {
   readonly nextCursor: string | null;
-  /** How many trainers match the page's filter, as of the page (no statement). */
-  readonly total: () => number;
+  /** How many trainers match the page's filter (one statement, made when first asked). */
+  readonly total: () => Promise<number>;
   /** The items hold only the `fields` asked for. */
   readonly partial?: boolean;
 }

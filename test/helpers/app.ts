@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { buildApp, type BuildOptions } from '../../src/app';
-import { loadConfig, type Config } from '../../src/config';
+import { loadConfig, loadDatabaseConfig, type Config } from '../../src/config';
+import { reconcileDatabase, type Reconciled } from '../../src/trainers/reconcile';
 import { mysqlServerUrl } from './mysql';
 
 export type DatabaseKind = 'sqlite' | 'mysql';
@@ -63,12 +64,13 @@ export async function startTestInstances(
   kind: DatabaseKind,
   count: number,
   env: Record<string, string> = {},
-): Promise<{ apps: FastifyInstance[]; close(): Promise<void> }> {
+): Promise<{ apps: FastifyInstance[]; url: string; close(): Promise<void> }> {
   const database = await createTestDatabase(kind);
   const apps: FastifyInstance[] = [];
   for (let i = 0; i < count; i += 1) apps.push(await buildApp(testConfig(database.url, env)));
   return {
     apps,
+    url: database.url,
     async close() {
       for (const app of apps) await app.close();
       await database.drop();
@@ -96,4 +98,12 @@ export async function startTestApp(kind: DatabaseKind, env: Record<string, strin
       await database.drop();
     },
   };
+}
+
+/**
+ * `npm run reconcile` against the database at `url`, as the command runs it: a process's own
+ * connection (here a DataSource of its own), beside the instances that serve.
+ */
+export function runReconcile(url: string): Promise<Reconciled> {
+  return reconcileDatabase(loadDatabaseConfig({ DATABASE_URL: url }), { info: () => undefined });
 }

@@ -37,8 +37,7 @@ export async function signIn(app: FastifyInstance, trainerId: number): Promise<{
 export async function createTrainer(app: FastifyInstance, overrides: Partial<Trainer> = {}): Promise<TrainerFixture> {
   const nickname = overrides.nickname ?? unique('tr_');
   const email = overrides.email ?? `${nickname.toLowerCase()}@example.test`;
-  const repo = app.dataSource.getRepository(Trainer);
-  const trainer = repo.create({
+  const trainer = Object.assign(new Trainer(), {
     nickname,
     nicknameKey: nickname.toLowerCase(),
     firstName: 'Test',
@@ -49,7 +48,8 @@ export async function createTrainer(app: FastifyInstance, overrides: Partial<Tra
     createdAt: new Date(),
     ...overrides,
   });
-  await repo.insert(trainer);
+  // As a registration writes it (its nickname's suffixes and its team's count in the same transaction).
+  trainer.id = await app.services.trainers.insertHashed(trainer);
   return { trainer, token: (await signIn(app, trainer.id)).token, email };
 }
 
@@ -69,4 +69,16 @@ export async function createCreature(app: FastifyInstance, trainerId: number, ov
   // What the service's create does in its transaction (see nextEventSeqStatements).
   await app.dataSource.query('UPDATE trainer SET creatures_owned = creatures_owned + 1 WHERE id = ?', [trainerId]);
   return creature;
+}
+
+/**
+ * Removes a trainer as a deletion through the service will (its creatures and sessions with it,
+ * its nickname's suffixes and its team's count in the same transaction), without an API call.
+ */
+export async function deleteTrainer(app: FastifyInstance, trainer: Pick<Trainer, 'id' | 'team'>): Promise<void> {
+  await app.dataSource.transaction(async (manager) => {
+    await manager.query('DELETE FROM trainer_nickname_suffix WHERE trainer_id = ?', [trainer.id]);
+    await manager.query('UPDATE trainer_count SET n = n - 1 WHERE bucket = ? AND team = ?', [Math.floor(trainer.id / 65536), trainer.team]);
+    await manager.query('DELETE FROM trainer WHERE id = ?', [trainer.id]);
+  });
 }

@@ -7,7 +7,16 @@ import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { namedDrivers, type Driver, type Outcome, type TrainerView } from '../helpers/drivers';
 import jwt from 'jsonwebtoken';
 import { MAX_SESSIONS_PER_TRAINER } from '../../src/auth/session.service';
-import { createCreature, createTrainer, signIn, TEST_PASSWORD, tokenFor, unique, type TrainerFixture } from '../helpers/factories';
+import {
+  createCreature,
+  createTrainer,
+  deleteTrainer,
+  signIn,
+  TEST_PASSWORD,
+  tokenFor,
+  unique,
+  type TrainerFixture,
+} from '../helpers/factories';
 import { TEST_JWT_SECRET } from '../helpers/app';
 
 /*
@@ -203,20 +212,9 @@ describe.each(databases)('on %s', (kind) => {
       };
 
       it('walks every trainer by cursor while trainers are added, none skipped or repeated, and ends with a null cursor', async () => {
-        // Enough trainers for several pages, written straight to the table (no password to hash).
+        // Enough trainers for several pages, written as a registration writes them (no password to hash).
         const stem = unique('Walk').toLowerCase();
-        await trainers().insert(
-          Array.from({ length: 20 }, (_, i) => ({
-            nickname: `${stem}_${i}`,
-            nicknameKey: `${stem}_${i}`,
-            firstName: 'W',
-            lastName: 'K',
-            email: `${stem}_${i}@example.test`,
-            passwordHash: 'not-a-hash',
-            team: Team.VALOR,
-            createdAt: new Date(),
-          })),
-        );
+        for (let i = 0; i < 20; i += 1) await createTrainer(t.app, { nickname: `${stem}_${i}`, team: Team.VALOR });
         const before = (await trainers().find({ select: { id: true }, order: { id: 'ASC' } })).map((t) => t.id);
         const seen: number[] = [];
         const added: number[] = [];
@@ -723,7 +721,7 @@ describe.each(databases)('on %s', (kind) => {
       it('answers UNAUTHENTICATED everywhere but register and authenticate', async () => {
         const { trainer, token } = await createTrainer(t.app);
         const creature = await createCreature(t.app, trainer.id);
-        await trainers().delete({ id: (await createTrainer(t.app)).trainer.id });
+        await deleteTrainer(t.app, (await createTrainer(t.app)).trainer);
         const id = String(trainer.id);
         for (const bad of [undefined, 'not-a-token', `${token}x`]) {
           expectFailure(api, await api.getTrainer(bad, id), 'UNAUTHENTICATED');
@@ -739,7 +737,7 @@ describe.each(databases)('on %s', (kind) => {
       it('answers UNAUTHENTICATED to the token of a trainer that was deleted', async () => {
         const gone = await createTrainer(t.app);
         const other = await createTrainer(t.app);
-        await trainers().delete({ id: gone.trainer.id });
+        await deleteTrainer(t.app, gone.trainer);
         expectFailure(api, await api.listTrainers(gone.token, {}), 'UNAUTHENTICATED');
         // Single-trainer reads check the caller in the same statement as the lookup.
         expectFailure(api, await api.getTrainer(gone.token, String(other.trainer.id)), 'UNAUTHENTICATED');

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateOpenApi } from '../../scripts/emit-openapi';
 import { graphqlBreakingChanges, openApiBreakingChanges, recordedBreakingChanges, ROOT, unrecorded } from '../../scripts/api-changes';
@@ -67,6 +67,21 @@ describe('the committed API documents', () => {
       // Portable to engines without property escapes or \u{...}: literal characters and \uXXXX only.
       expect(schema.pattern).not.toMatch(/\\[pPsSdDwW]|\\u\{/);
     }
+  });
+});
+
+describe('the migrations', () => {
+  it('are frozen: none imports anything of the application, only TypeORM and each other', () => {
+    const folder = join(ROOT, 'src/db/migrations');
+    const imports = readdirSync(folder)
+      .filter((file) => file.endsWith('.ts') && file !== 'index.ts')
+      .flatMap((file) =>
+        [...readFileSync(join(folder, file), 'utf8').matchAll(/\bfrom\s+'([^']+)'|\brequire\(\s*'([^']+)'/g)].map(
+          (m) => `${file}: ${m[1] ?? m[2]}`,
+        ),
+      );
+    expect(imports.length).toBeGreaterThan(0);
+    expect(imports.filter((line) => !/: (typeorm|\.\/[^/]+)$/.test(line))).toEqual([]);
   });
 });
 

@@ -1,7 +1,7 @@
 import { createDataSource } from '../../src/db/data-source';
 import { runMigrations } from '../../src/db/migrate';
 import { loadDatabaseConfig } from '../../src/config';
-import { createTestDatabase, databases, startTestApp, type TestApp } from '../helpers/app';
+import { createTestDatabase, databases, runReconcile, startTestApp, type TestApp } from '../helpers/app';
 import { createTrainer, signIn } from '../helpers/factories';
 
 /*
@@ -54,7 +54,7 @@ describe.each(databases)('sessions on %s', (kind) => {
   });
 });
 
-describe.each(databases)('the sessions, event-sequence, creature-count, REST JSON and refresh-reuse migrations on %s', (kind) => {
+describe.each(databases)('the migrations since the sessions, on %s', (kind) => {
   it('revert and apply again, leaving trainers and creatures alone', async () => {
     const database = await createTestDatabase(kind);
     const dataSource = createDataSource(loadDatabaseConfig({ DATABASE_URL: database.url }));
@@ -82,10 +82,19 @@ describe.each(databases)('the sessions, event-sequence, creature-count, REST JSO
         "INSERT INTO creature (name, name_key, species_id, level, trainer_id, created_at) SELECT n, n, 1, 1, id, created_at FROM trainer, (SELECT 'one' AS n UNION ALL SELECT 'two') names",
       );
       expect(await tables()).toEqual(['trainer', 'trainer_session']);
-      // Inserted by plain SQL: counted at the next start.
+      // Inserted by plain SQL: counted by npm run reconcile.
       expect(await owned()).toEqual([0]);
       await previous();
-      // The newest first: the name keys (data only), the refresh reuse, the REST JSON, the creature count, the event sequence, then the sessions.
+      const suffixes = async () =>
+        (await dataSource.query<{ suffix: string }[]>('SELECT suffix FROM trainer_nickname_suffix ORDER BY suffix')).map(
+          (row) => row.suffix,
+        );
+      // The newest first: the lists' tables (rest_json back), the name keys (data only), the refresh reuse, the REST JSON, the creature count, the event sequence, then the sessions.
+      await dataSource.undoLastMigration();
+      await expect(suffixes()).rejects.toThrow();
+      expect(await restJson()).toEqual([
+        ',"nickname":"mig","firstName":"A","lastName":"B","team":"VALOR","creaturesOwned":0,"createdAt":"2026-01-01T00:00:00.000Z"',
+      ]);
       await dataSource.undoLastMigration();
       await previous();
       await dataSource.undoLastMigration();
@@ -107,12 +116,18 @@ describe.each(databases)('the sessions, event-sequence, creature-count, REST JSO
       // The trainer is still there, its count of events started again from 0, its creatures counted.
       expect(await eventSeq()).toEqual([0]);
       expect(await owned()).toEqual([2]);
-      // The database wrote its REST JSON, count included, for a row it never got from the service.
-      expect(await restJson()).toEqual([
-        ',"nickname":"mig","firstName":"A","lastName":"B","team":"VALOR","creaturesOwned":2,"createdAt":"2026-01-01T00:00:00.000Z"',
-      ]);
+      // No REST representation stays in the database; the lists' tables were filled from the trainer there is.
+      await expect(restJson()).rejects.toThrow();
+      expect(await suffixes()).toEqual(['ig', 'mig']);
+      const counts = await dataSource.query<{ bucket: number | string; team: string; n: number | string }[]>(
+        'SELECT bucket, team, n FROM trainer_count',
+      );
+      expect(counts.map((row) => [Number(row.bucket), row.team, Number(row.n)])).toEqual([[0, 'VALOR', 1]]);
+      // Nothing is recounted when migrations run (or an instance starts): npm run reconcile does it.
       await dataSource.query('DELETE FROM creature');
       await runMigrations(dataSource);
+      expect(await owned()).toEqual([2]);
+      await runReconcile(database.url);
       expect(await owned()).toEqual([0]);
     } finally {
       await dataSource.destroy();

@@ -1,9 +1,29 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { TableColumn } from 'typeorm';
-import { nameKey } from '../../common/text';
-import { storedLength } from '../../common/text';
-import { MAX_CREATURE_NAME, NAME_KEY_LENGTH } from '../../creatures/creature.entity';
-import { MAX_TRAINER_NAME } from '../../trainers/trainer.entity';
+
+/*
+ * Frozen as this migration first ran: its widths and its name key are written out here, so that
+ * a later change to the application's rules cannot change what it does.
+ */
+const CREATURE_NAME_WIDTH = 96;
+const NAME_KEY_WIDTH = 600;
+const TRAINER_NAME_WIDTH = 192;
+const DOTLESS_I = '\u0131';
+
+/** The name key of this migration: NFKC, full case folding (upper- then lower-casing, `ı` kept, `ς` as `σ`), NFKC. */
+function nameKey(value: string): string {
+  let key = value.trim().normalize('NFKC');
+  for (let round = 0; round < 4; round += 1) {
+    const next = key
+      .split(DOTLESS_I)
+      .map((part) => part.toUpperCase().toLowerCase())
+      .join(DOTLESS_I)
+      .normalize('NFKC');
+    if (next === key) break;
+    key = next;
+  }
+  return key.replaceAll('\u03C2', '\u03C3');
+}
 
 interface Row {
   readonly id: number;
@@ -48,11 +68,11 @@ export const collidedKey = (key: string, id: number): string => `${key}\u0000${i
 
 /**
  * Names are counted as sent and stored in NFC, which can make them up to three times longer:
- * creature.name, trainer.first_name and trainer.last_name are widened (see storedLength).
+ * creature.name, trainer.first_name and trainer.last_name are widened to three times their length.
  *
  * Creature names become the same name when their NFKC, fully case-folded keys are equal
  * (`ẞ`, `ß`, `ss`; `ﬀ`, `ff`; full-width letters): name_key is recomputed for every creature,
- * and widened for keys that NFKC lengthens (see NAME_KEY_LENGTH).
+ * and widened for keys that NFKC lengthens (18 code points for one, at most).
  *
  * Two creatures of one trainer that were different names before and are the same name now are
  * both kept: the one already holding the key (else the older one) keeps it, the others get a key
@@ -64,10 +84,10 @@ export class NameRules1795500000000 implements MigrationInterface {
 
   async up(queryRunner: QueryRunner): Promise<void> {
     const widths = [
-      ['creature', 'name', storedLength(MAX_CREATURE_NAME)],
-      ['creature', 'name_key', NAME_KEY_LENGTH],
-      ['trainer', 'first_name', storedLength(MAX_TRAINER_NAME)],
-      ['trainer', 'last_name', storedLength(MAX_TRAINER_NAME)],
+      ['creature', 'name', CREATURE_NAME_WIDTH],
+      ['creature', 'name_key', NAME_KEY_WIDTH],
+      ['trainer', 'first_name', TRAINER_NAME_WIDTH],
+      ['trainer', 'last_name', TRAINER_NAME_WIDTH],
     ] as const;
     if (queryRunner.connection.options.type === 'better-sqlite3') {
       // SQLite cannot alter a column: TypeORM copies the table into a new one, indexes included

@@ -5,7 +5,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * the transaction of every creature create and delete (the one that already counts its events),
  * so that reading counts reads a column instead of counting index entries: a page of 100 trainers
  * with their counts took MariaDB 1.6 ms of CPU counting and 0.9 ms reading a column. Rows changed
- * by plain SQL are counted again at every start (recountCreatures).
+ * by plain SQL are counted again by `npm run reconcile`.
  */
 export class CreatureCount1795800000000 implements MigrationInterface {
   name = 'CreatureCount1795800000000';

@@ -1,5 +1,10 @@
 import { TableColumn, type MigrationInterface, type QueryRunner } from 'typeorm';
-import { TRAINER_JSON_TAIL, TRAINER_JSON_TAIL_LENGTH } from '../../trainers/trainer.entity';
+
+/** The trainer's REST JSON after its id, as this migration stored it (frozen: written out, not imported). */
+const TRAINER_JSON_TAIL =
+  `CONCAT(',"nickname":', JSON_QUOTE(nickname), ',"firstName":', JSON_QUOTE(first_name), ',"lastName":', JSON_QUOTE(last_name),` +
+  ` ',"team":', JSON_QUOTE(team), ',"creaturesOwned":', creatures_owned, ',"createdAt":"', REPLACE(CAST(created_at AS CHAR), ' ', 'T'), 'Z"')`;
+const TRAINER_JSON_TAIL_LENGTH = 2600;
 
 /**
  * `trainer.rest_json`: a stored generated column holding the trainer's REST JSON after its id

@@ -1,0 +1,70 @@
+import type { DatabaseConfig } from '../config';
+import { createDataSource } from '../db/data-source';
+import { Sql } from '../db/sql';
+import { ReconcileQueries } from './trainer.queries';
+
+/** How long one of reconcile's statements may take (a bucket of 65,536 trainers is counted in one). */
+const STATEMENT_TIMEOUT_MS = 60_000;
+
+/** Trainers per transaction: a short one, whose locks other writes wait for only briefly. */
+const TRAINERS_PER_CHUNK = 1000;
+
+export interface ReconcileLog {
+  info(details: object, message: string): void;
+}
+
+export interface Reconciled {
+  readonly trainers: number;
+  readonly countsChanged: number;
+  readonly buckets: number;
+}
+
+/**
+ * Makes what the service maintains in each write exact again after rows were changed by plain
+ * SQL (an import): every trainer's creatures_owned, its nickname suffixes (nicknameContains) and
+ * the counts by team (totalCount). It walks the trainers in id order, TRAINERS_PER_CHUNK at a
+ * time, then the count buckets one at a time, each in a short transaction of its own, so
+ * instances keep serving meanwhile (and writes they make during it stay counted). It can be run
+ * again at any time; nothing of the kind runs when an instance starts.
+ */
+async function reconcile(queries: ReconcileQueries, log: ReconcileLog, chunk = TRAINERS_PER_CHUNK): Promise<Reconciled> {
+  let trainers = 0;
+  let countsChanged = 0;
+  let last = 0;
+  for (;;) {
+    const ids = await queries.idsAfter(last, chunk);
+    if (ids.length === 0) break;
+    const to = ids[ids.length - 1];
+    countsChanged += await queries.trainers(last, to);
+    trainers += ids.length;
+    last = to;
+  }
+  await queries.dropSuffixesAfter(last);
+  log.info({ trainers, countsChanged }, 'reconcile: creature counts and nickname suffixes done');
+
+  let buckets = 0;
+  let previous = -1;
+  for (let bucket = await queries.nextBucket(0); bucket !== null; bucket = await queries.nextBucket(bucket + 1)) {
+    await queries.dropBuckets(previous, bucket);
+    await queries.bucket(bucket);
+    buckets += 1;
+    previous = bucket;
+  }
+  await queries.dropBuckets(previous, null);
+  log.info({ buckets }, 'reconcile: counts by team done');
+  return { trainers, countsChanged, buckets };
+}
+
+/** reconcile on a connection of its own to `database` (`npm run reconcile`, and the benchmark's import). */
+export async function reconcileDatabase(database: DatabaseConfig, log: ReconcileLog): Promise<Reconciled> {
+  const dataSource = createDataSource(database);
+  await dataSource.initialize();
+  try {
+    return await reconcile(
+      new ReconcileQueries(new Sql(dataSource, { timeoutMs: STATEMENT_TIMEOUT_MS, slowMs: STATEMENT_TIMEOUT_MS })),
+      log,
+    );
+  } finally {
+    await dataSource.destroy();
+  }
+}
