@@ -100,15 +100,30 @@ export function limitRules(): ValidationRule[] {
   ] as ValidationRule[];
 }
 
-/** A list field costs its `limit` times what one item costs; every other field costs 1 plus its children. */
+/**
+ * What a `nicknameContains` search adds to its list's cost: the database reads as many rows as the
+ * text matches, which for a short text can be a large part of the registry, so a document holds
+ * at most a few of them (30 aliased searches are refused).
+ */
+export const SEARCH_COST = 250;
+
+/**
+ * A list field costs its `limit` times what one item costs, plus SEARCH_COST when it searches
+ * nicknames; every other field costs 1 plus its children.
+ */
 const listLimitEstimator: ComplexityEstimator = ({ args, childComplexity }) => {
   const limit: unknown = args.limit;
-  return typeof limit === 'number' ? limit * (1 + childComplexity) : undefined;
+  if (typeof limit !== 'number') return undefined;
+  const filter: unknown = args.filter;
+  const searches =
+    typeof filter === 'object' && filter !== null && typeof (filter as { nicknameContains?: unknown }).nicknameContains === 'string';
+  return limit * (1 + childComplexity) + (searches ? SEARCH_COST : 0);
 };
 
 /**
- * The variables a document's cost can depend on: those in `limit` arguments and in directives
- * (@skip/@include). Every other variable (an id, an input) leaves the cost unchanged.
+ * The variables a document's cost can depend on: those in `limit` and `filter` arguments (a
+ * search costs more) and in directives (@skip/@include). Every other variable (an id, an input)
+ * leaves the cost unchanged.
  */
 function costVariables(document: DocumentNode): string[] {
   const names = new Set<string>();
@@ -120,7 +135,7 @@ function costVariables(document: DocumentNode): string[] {
     });
   visit(document, {
     Argument(argument) {
-      if (argument.name.value === 'limit') collect(argument.value);
+      if (argument.name.value === 'limit' || argument.name.value === 'filter') collect(argument.value);
     },
     Directive(directive) {
       for (const argument of directive.arguments ?? []) collect(argument.value);

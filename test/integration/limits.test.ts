@@ -96,6 +96,21 @@ describe('GraphQL request limits', () => {
     await tooCostly(`{ trainers(limit: 100) { items { creatures(limit: 50) { id } } } me { ...A0 } } ${fragments}`, {}, /cost|measure/i);
   });
 
+  it('weighs nicknameContains searches: 30 aliased searches are refused, a few are fine, also when the filter is a variable', async () => {
+    const searches = (n: number) =>
+      `{ ${Array.from({ length: n }, (_, i) => `s${i}: trainers(limit: 1, filter: { nicknameContains: "tr${i}" }) { items { id } }`).join(' ')} }`;
+    await tooCostly(searches(30));
+    await tooCostly(searches(20));
+    expect((await ask(searches(3))).errors).toBeUndefined();
+    // Team filters are read from an index at no extra weight.
+    const teams = `{ ${Array.from({ length: 30 }, (_, i) => `t${i}: trainers(limit: 1, filter: { team: MYSTIC }) { items { id } }`).join(' ')} }`;
+    expect((await ask(teams)).errors).toBeUndefined();
+    // One text, two costs: the cost remembered for a team filter is not the search's.
+    const byVariable = `query($f: TrainerFilter) { ${Array.from({ length: 20 }, (_, i) => `a${i}: trainers(limit: 1, filter: $f) { items { id } }`).join(' ')} }`;
+    expect((await ask(byVariable, { f: { team: 'MYSTIC' } })).errors).toBeUndefined();
+    await tooCostly(byVariable, { f: { nicknameContains: 'tr' } });
+  });
+
   it('counts list limits given as variables', async () => {
     const query = 'query($t: Int!, $c: Int!) { trainers(limit: $t) { items { creatures(limit: $c) { id } } } }';
     await tooCostly(query, { t: 100, c: 50 });
