@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { createConnection } from 'mysql2/promise';
 import { renderAbuse, runAbuse } from './abuse';
 import { renderEvents, runEvents } from './events';
+import { renderScale, runScale } from './scale';
 import { renderChart, renderMarkdown, renderTable, type CaseResult, type Report } from './report';
 import { BENCH_PASSWORD, seed } from './seed';
 
@@ -39,6 +40,10 @@ const { values: args } = parseArgs({
     abuse: { type: 'boolean', default: false },
     // Only the live events section (bench/events.ts): two instances, MySQL and Redis, 1,000 subscribers.
     events: { type: 'boolean', default: false },
+    // Only the scale section (bench/scale.ts): the service at several registry sizes, side by side.
+    scale: { type: 'boolean', default: false },
+    // With --scale: the sizes, comma-separated (default 100000,5000000).
+    sizes: { type: 'string' },
     'redis-url': { type: 'string' },
     // With --events: write each instance's CPU profile (node --cpu-prof) into this folder.
     'cpu-prof': { type: 'string' },
@@ -603,7 +608,41 @@ async function eventsSection(url: string): Promise<void> {
   }
 }
 
+/** `--scale`: bench/scale.ts at each size; printed and written as bench/results/<timestamp>-scale.{md,json}. */
+async function scaleSection(): Promise<void> {
+  const server = new URL(args['database-url'] ?? process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/registry_bench');
+  server.pathname = '';
+  const startScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const sizes = (args.sizes ?? '100000,5000000').split(',').map(Number);
+  const rows = await runScale({
+    root,
+    serverUrl: server.toString().replace(/\/$/, ''),
+    sizes,
+    duration: options.duration,
+    nodeFlags: startScript.split(/\s+/).filter((word) => word.startsWith('--')),
+    jwtSecret: JWT_SECRET,
+    reseed: args.reseed ?? false,
+    log,
+  });
+  const when = new Date().toISOString();
+  const stamp = `${when.replace(/[:.]/g, '-')}-scale`;
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  const table = renderScale(rows);
+  writeFileSync(
+    join(options.out, `${stamp}.json`),
+    `${JSON.stringify({ when, machine, sizes, duration: options.duration, rows }, null, 2)}\n`,
+  );
+  writeFileSync(join(options.out, `${stamp}.md`), `# Scale section, ${when}\n\n${machine}\n\n${table}\n`);
+  process.stdout.write(`${table}\n`);
+  log(`wrote ${join(options.out, `${stamp}.{json,md}`)}`);
+}
+
 async function main(): Promise<void> {
+  if (args.scale) {
+    mkdirSync(options.out, { recursive: true });
+    await scaleSection();
+    return;
+  }
   const { url, seedSeconds } = await prepareDatabase();
   if (args.events) {
     await eventsSection(url);
