@@ -41,7 +41,7 @@ export const TRAINER_JSON_TAIL_LENGTH = 2600;
 @Index('IX_trainer_id', ['id'])
 export class Trainer {
   @Field(() => ID)
-  @PrimaryGeneratedColumn({ type: 'int' })
+  @PrimaryGeneratedColumn({ type: 'bigint' })
   id!: number;
 
   @Field()
