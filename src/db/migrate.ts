@@ -9,26 +9,30 @@ const RECOUNT_CHUNK = 5000;
 /**
  * Sets every trainer's creatures_owned to the number of its creature rows. The service keeps the
  * column exact itself (each creature create and delete changes it in its own transaction); this
- * catches rows changed by plain SQL (an import) while no instance was counting. In id ranges of
- * RECOUNT_CHUNK trainers; a row whose count is right is left unwritten. A chunk that deadlocks
- * with a creature write of a running instance (both lock trainer rows and creature index ranges)
- * is tried again, at most 3 times.
+ * catches rows changed by plain SQL (an import) while no instance was counting. RECOUNT_CHUNK
+ * trainers at a time, by the ids that exist (ids may lie far apart: a walk of fixed id ranges up
+ * to 2^40 would take hundreds of millions of statements); a row whose count is right is left
+ * unwritten. A chunk that deadlocks with a creature write of a running instance (both lock
+ * trainer rows and creature index ranges) is tried again, at most 3 times.
  */
 async function recountCreatures(dataSource: DataSource): Promise<void> {
-  const [row] = await dataSource.query<{ last: number | string | null }[]>('SELECT MAX(id) AS last FROM trainer');
-  const last = Number(row?.last ?? 0);
+  const edge = `SELECT MAX(id) AS upTo FROM (SELECT id FROM trainer WHERE id > ? ORDER BY id LIMIT ${RECOUNT_CHUNK}) chunk`;
   const count = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = trainer.id)';
   const sql = `UPDATE trainer SET creatures_owned = ${count} WHERE id > ? AND id <= ? AND creatures_owned <> ${count}`;
-  for (let from = 0; from < last; from += RECOUNT_CHUNK) {
+  for (let from = 0; ;) {
+    const [row] = await dataSource.query<{ upTo: number | string | null }[]>(edge, [from]);
+    if (row?.upTo === null || row?.upTo === undefined) return;
+    const upTo = Number(row.upTo);
     for (let attempt = 1; ; attempt += 1) {
       try {
-        await dataSource.query(sql, [from, from + RECOUNT_CHUNK]);
+        await dataSource.query(sql, [from, upTo]);
         break;
       } catch (error) {
         const code = (error as { driverError?: { code?: string } }).driverError?.code;
         if (code !== 'ER_LOCK_DEADLOCK' || attempt === 3) throw error;
       }
     }
+    from = upTo;
   }
 }
 
