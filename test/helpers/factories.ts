@@ -50,6 +50,8 @@ export async function createTrainer(app: FastifyInstance, overrides: Partial<Tra
     ...overrides,
   });
   await repo.insert(trainer);
+  // TypeORM hands a generated BIGINT id back as a string (MySQL); the API's ids are numbers.
+  trainer.id = Number(trainer.id);
   return { trainer, token: (await signIn(app, trainer.id)).token, email };
 }
 
@@ -66,6 +68,7 @@ export async function createCreature(app: FastifyInstance, trainerId: number, ov
     ...overrides,
   });
   await repo.insert(creature);
+  creature.id = Number(creature.id);
   // What the service's create does in its transaction (see nextEventSeqStatements).
   await app.dataSource.query('UPDATE trainer SET creatures_owned = creatures_owned + 1 WHERE id = ?', [trainerId]);
   return creature;
