@@ -238,6 +238,8 @@ async function startServers(url: string): Promise<Servers> {
     // The abuse section poses as many clients through X-Forwarded-For; no other case sends it.
     TRUST_PROXY: 'true',
     LOGIN_MAX_FAILURES: '1000',
+    // The deep-paging cases measure pages at offset n - 20, past the default MAX_OFFSET.
+    MAX_OFFSET: String(Math.max(options.trainers, 1)),
     WORKERS: options.workers,
   };
   const servers: Servers = {

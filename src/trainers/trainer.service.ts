@@ -3,7 +3,7 @@ import type { LoginThrottle } from '../auth/login-throttle';
 import type { PasswordHasher } from '../auth/password';
 import { isNickname } from '../common/rules';
 import { normalizeEmail, normalizeText } from '../common/text';
-import type { Page } from '../common/args';
+import { checkOffset, type Page } from '../common/args';
 import type { CursorCodec } from '../common/cursor';
 import type { TrainerConditions } from './trainer-filter';
 import { TrainerIndex } from './trainer-index';
@@ -127,6 +127,8 @@ export class TrainerService {
     private readonly hasher: PasswordHasher,
     private readonly throttle: LoginThrottle,
     private readonly cursors: CursorCodec,
+    /** MAX_OFFSET: pages further on are refused (checkOffset); cursors reach them. */
+    private readonly maxOffset: number,
   ) {
     // The index catches up in this turn's statement of trainer reads: no round trip of its own.
     this.index = new TrainerIndex((read) => this.reads.load({ index: read }) as Promise<IndexRow[]>);
@@ -329,6 +331,7 @@ export class TrainerService {
     if (after !== undefined && offset !== 0) {
       throw new AppError('BAD_USER_INPUT', 'With after, offset must be 0', [{ field: 'offset', message: 'must be 0 when after is given' }]);
     }
+    checkOffset(offset, this.maxOffset, 'trainers');
     const afterId = after === undefined ? undefined : this.cursors.decode(after);
     // The page is read as the index has it now, in the same round trip as the index's catch-up
     // (and the caller check), and read again only if the catch-up changed it: trainers are
