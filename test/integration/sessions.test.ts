@@ -85,7 +85,8 @@ describe.each(databases)('the sessions, event-sequence, creature-count, REST JSO
       // Inserted by plain SQL: counted at the next start.
       expect(await owned()).toEqual([0]);
       await previous();
-      // The newest first: the name keys (data only), the refresh reuse, the REST JSON, the creature count, the event sequence, then the sessions.
+      // The newest first: the 64-bit ids, the name keys (data only), the refresh reuse, the REST JSON, the creature count, the event sequence, then the sessions.
+      await dataSource.undoLastMigration();
       await dataSource.undoLastMigration();
       await previous();
       await dataSource.undoLastMigration();
