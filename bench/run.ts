@@ -14,6 +14,7 @@ import { createConnection } from 'mysql2/promise';
 import { renderAbuse, runAbuse } from './abuse';
 import { renderEvents, runEvents } from './events';
 import { renderScale, runScale } from './scale';
+import { CursorCodec } from '../src/common/cursor';
 import { renderChart, renderMarkdown, renderTable, type CaseResult, type Report } from './report';
 import { BENCH_PASSWORD, seed } from './seed';
 
@@ -277,6 +278,8 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
   const auth = { authorization: `Bearer ${login.token}`, 'content-type': 'application/json' };
   const n = options.trainers;
   const randomId = () => 1 + Math.floor(Math.random() * n);
+  // Offsets go up to the service's default MAX_OFFSET; deeper pages follow cursors.
+  const deepest = Math.max(0, Math.min(n, 10_000) - 20);
   const gqlBody = (query: string, variables: Record<string, unknown> = {}) => JSON.stringify({ query, variables });
   const get = (path: () => string): AutocannonRequest => ({
     method: 'GET',
@@ -301,7 +304,9 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
   const endCursor = await fetch(`${serviceBase}/graphql`, {
     method: 'POST',
     headers: auth,
-    body: gqlBody('query End($offset: Int!) { trainers(limit: 1, offset: $offset) { nextCursor } }', { offset: Math.max(0, n - 21) }),
+    body: gqlBody('query End($after: String) { trainers(limit: 1, after: $after) { nextCursor } }', {
+      after: new CursorCodec(JWT_SECRET, 'trainers').encode(Math.max(0, n - 22)),
+    }),
   })
     .then((r) => r.json() as Promise<{ data: { trainers: { nextCursor: string | null } } }>)
     .then((body) => body.data.trainers.nextCursor);
@@ -330,7 +335,7 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
     {
       name: 'REST GET /trainer (list)',
       target: 'service',
-      requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * (n - 20))}`)],
+      requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * deepest)}`)],
     },
     {
       name: PAGE_BASELINE_CASE,
@@ -342,14 +347,14 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
       target: 'service',
       requests: [graphql(PAGE, () => ({ offset: 0 }))],
     },
-    { name: 'GraphQL deep paging (offset n-20)', target: 'service', requests: [graphql(DEEP, () => ({ offset: n - 20 }))] },
+    { name: 'GraphQL deep paging (offset MAX_OFFSET-20)', target: 'service', requests: [graphql(DEEP, () => ({ offset: deepest }))] },
     // At 50 connections every p50 is mostly queueing (about 50 / throughput, 4-5 ms even for the
     // baseline); one connection measures what a deep page itself takes.
     {
-      name: 'GraphQL deep paging (offset n-20), 1 connection',
+      name: 'GraphQL deep paging (offset MAX_OFFSET-20), 1 connection',
       target: 'service',
       connections: 1,
-      requests: [graphql(DEEP, () => ({ offset: n - 20 }))],
+      requests: [graphql(DEEP, () => ({ offset: deepest }))],
     },
     // Cursor pages cost the same at any depth; nicknameContains scans the nicknames (LIKE '%...%').
     { name: 'GraphQL first page, 1 connection', target: 'service', connections: 1, requests: [graphql(CURSOR, () => ({}))] },

@@ -40,6 +40,8 @@ export interface Config {
   readonly metricsToken: string | undefined;
   /** SQL statements taking at least this long are logged as slow (without their parameters). */
   readonly slowQueryMs: number;
+  /** The largest `offset` of any list (BAD_USER_INPUT above it): deeper pages are read by cursor. */
+  readonly maxOffset: number;
   /** Take the client address from X-Forwarded-For (behind a load balancer). */
   readonly trustProxy: boolean | number | string;
 }
@@ -52,6 +54,8 @@ export class ConfigError extends Error {
 }
 
 const DEFAULT_DATABASE_URL = 'sqlite:./data/registry.sqlite';
+/** MAX_OFFSET unless configured (the API documents state it). */
+export const DEFAULT_MAX_OFFSET = 10_000;
 const MIN_SECRET_BYTES = 32;
 
 const DURATION = /^(\d+)(ms|s|m|h|d)?$/;
@@ -153,6 +157,8 @@ const envSchema = z.object({
   SHUTDOWN_DELAY_MS: integer(0, 8000).default(0),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SLOW_QUERY_MS: integer(0, 600_000).default(500),
+  // GraphQL's Int ends at 2^31 - 1: a larger cap could not be reached there.
+  MAX_OFFSET: integer(1, 2_147_483_647).default(DEFAULT_MAX_OFFSET),
   WORKERS: z
     .string()
     .regex(/^(auto|[1-9]\d{0,2})$/, 'must be auto or a number of processes')
@@ -263,6 +269,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
     metricsToken: e.METRICS_TOKEN,
     slowQueryMs: e.SLOW_QUERY_MS,
+    maxOffset: e.MAX_OFFSET,
     workers: e.WORKERS,
   });
 }

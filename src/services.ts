@@ -39,7 +39,7 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
   const delay = new RefusalDelay(config.rateLimitedDelayMs);
   const hasher = new PasswordHasher(undefined, delay);
   const events = new CreatureEventBus((trainerId) => trainerQueries.eventSeq(trainerId));
-  const creatures = new CreatureService(creatureQueries, trainerQueries, events);
+  const creatures = new CreatureService(creatureQueries, trainerQueries, events, config.maxOffset);
   const throttle = new LoginThrottle({
     maxFailures: config.loginMaxFailures,
     windowSeconds: config.loginWindowSeconds,
@@ -49,7 +49,7 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     redis,
     delay,
   });
-  const trainers = new TrainerService(trainerQueries, hasher, throttle, new CursorCodec(config.jwtSecret, 'trainers'));
+  const trainers = new TrainerService(trainerQueries, hasher, throttle, new CursorCodec(config.jwtSecret, 'trainers'), config.maxOffset);
   const sessionEndings = new SessionEndings();
   const sessions = new SessionService(
     new SessionQueries(sql),

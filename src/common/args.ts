@@ -1,9 +1,14 @@
 import { IsInt, Max, Min } from 'class-validator';
 import { ArgsType, Field, ID, Int } from 'type-graphql';
-import { IsEntityId, MAX_ID } from './validation';
+import { DEFAULT_MAX_OFFSET } from '../config';
+import { AppError } from '../errors';
+import { IsEntityId } from './validation';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
+
+/** How an offset's bound reads in the API documents: the server's MAX_OFFSET, whose default they name. */
+export const OFFSET_RULE = `0 or more, at most the server's MAX_OFFSET (${DEFAULT_MAX_OFFSET} unless configured)`;
 
 @ArgsType()
 export class PageArgs {
@@ -13,10 +18,10 @@ export class PageArgs {
   @Max(MAX_LIMIT, { message: `must be between 1 and ${MAX_LIMIT}` })
   limit: number = DEFAULT_LIMIT;
 
-  @Field(() => Int, { defaultValue: 0 })
+  // The upper bound is the server's MAX_OFFSET, a setting: the services check it (checkOffset).
+  @Field(() => Int, { defaultValue: 0, description: OFFSET_RULE })
   @IsInt({ message: 'must be an integer' })
-  @Min(0, { message: `must be between 0 and ${MAX_ID}` })
-  @Max(MAX_ID, { message: `must be between 0 and ${MAX_ID}` })
+  @Min(0, { message: 'must be 0 or more' })
   offset: number = 0;
 }
 
@@ -31,4 +36,23 @@ export interface Page<T> {
   readonly items: T[];
   readonly limit: number;
   readonly offset: number;
+}
+
+/**
+ * BAD_USER_INPUT when `offset` is above `maxOffset` (MAX_OFFSET): a database skips every row
+ * before a page, so deep offsets cost ever more. Trainer lists go further by cursor (`after`),
+ * which the message names; creature lists have no cursor.
+ */
+export function checkOffset(offset: number, maxOffset: number, list: 'trainers' | 'creatures'): void {
+  if (offset <= maxOffset) return;
+  if (list === 'creatures') {
+    throw new AppError('BAD_USER_INPUT', `Invalid input: offset must be at most ${maxOffset}`, [
+      { field: 'offset', message: `must be at most ${maxOffset}` },
+    ]);
+  }
+  throw new AppError(
+    'BAD_USER_INPUT',
+    `offset must be at most ${maxOffset}: to read further, follow nextCursor, passing it as after (a REST page also names the next page in its Link header, rel="next")`,
+    [{ field: 'offset', message: `must be at most ${maxOffset}; follow nextCursor (after) instead` }],
+  );
 }

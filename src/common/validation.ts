@@ -2,10 +2,16 @@ import { registerDecorator, validate, type ValidationError, type ValidationOptio
 import { AppError, type FieldError } from '../errors';
 import { EMAIL_PATTERN, matches, MAX_EMAIL, MAX_PASSWORD, MIN_PASSWORD, namePattern, PASSWORD_PATTERN } from './rules';
 
-export const MAX_ID = 2147483647;
-const ID_PATTERN = /^[1-9]\d{0,9}$/;
+/**
+ * The largest id the API accepts and shows: 2^53 - 1, the largest integer a JavaScript number
+ * (and a JSON number in most clients) holds exactly. The columns are BIGINT (see the BigIds
+ * migration); only plain SQL can write a larger one, and such rows are not supported (their ids
+ * would come out rounded).
+ */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+const ID_PATTERN = /^[1-9]\d{0,15}$/;
 
-/** A positive 32-bit integer id, from a GraphQL ID (string) or a number; undefined when malformed. */
+/** A positive integer id up to MAX_ID, from a GraphQL ID (string) or a number; undefined when malformed. */
 export function parseId(value: unknown): number | undefined {
   const text = typeof value === 'number' ? String(value) : value;
   if (typeof text !== 'string' || !ID_PATTERN.test(text)) return undefined;

@@ -20,7 +20,7 @@ const NAME_KEY_LENGTH = maxNameKey(MAX_CREATURE_NAME) + 24;
 @Index('UQ_creature_trainer_name', ['trainerId', 'nameKey'], { unique: true })
 export class Creature {
   @Field(() => ID)
-  @PrimaryGeneratedColumn({ type: 'int' })
+  @PrimaryGeneratedColumn({ type: 'bigint' })
   id!: number;
 
   @Field({ description: 'Unique per trainer, compared case-insensitively after trimming.' })
@@ -42,7 +42,7 @@ export class Creature {
   @Column({ type: 'int' })
   level!: number;
 
-  @Column({ name: 'trainer_id', type: 'int' })
+  @Column({ name: 'trainer_id', type: 'bigint' })
   trainerId!: number;
 
   @ManyToOne('Trainer', (trainer: Trainer) => trainer.creatures, { onDelete: 'CASCADE', nullable: false })

@@ -1,4 +1,4 @@
-import type { Page } from '../common/args';
+import { checkOffset, type Page } from '../common/args';
 import { nameKey, normalizeText } from '../common/text';
 import { isForeignKeyViolation, uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
@@ -38,7 +38,14 @@ export class CreatureService {
     private readonly queries: CreatureQueries,
     private readonly trainers: TrainerQueries,
     private readonly events: CreatureEventBus,
+    /** MAX_OFFSET: pages further on are refused (checkOffset). */
+    private readonly maxOffset: number,
   ) {}
+
+  /** Whether a page at `offset` may be read (pagesForTrainers refuses the others). */
+  allowsOffset(offset: number): boolean {
+    return offset <= this.maxOffset;
+  }
 
   /** Only the trainer itself may add to its creatures; the unique index settles duplicates, even concurrent ones. */
   async create(viewer: Trainer, trainerId: number, input: NewCreature): Promise<Creature> {
@@ -155,6 +162,7 @@ export class CreatureService {
 
   /** One page of a trainer's creatures with their total; NOT_FOUND when there is no such trainer. */
   async pageOfTrainer(trainerId: number, limit: number, offset: number): Promise<Page<Creature> & { totalCount: number }> {
+    checkOffset(offset, this.maxOffset, 'creatures');
     const [[items = []], totalCount] = await Promise.all([
       this.queries.pagesForTrainers([trainerId], limit, offset),
       this.trainers.creaturesOwned(trainerId),
@@ -164,7 +172,13 @@ export class CreatureService {
   }
 
   /** One page of creatures (oldest first) for each trainer, in one statement, with `fields` (all by default). */
-  pagesForTrainers(trainerIds: readonly number[], limit: number, offset: number, fields?: readonly CreatureField[]): Promise<Creature[][]> {
+  async pagesForTrainers(
+    trainerIds: readonly number[],
+    limit: number,
+    offset: number,
+    fields?: readonly CreatureField[],
+  ): Promise<Creature[][]> {
+    checkOffset(offset, this.maxOffset, 'creatures');
     return this.queries.pagesForTrainers(trainerIds, limit, offset, fields);
   }
 }

@@ -57,6 +57,10 @@ function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): D
     url: db.url,
     charset: 'utf8mb4_bin',
     timezone: 'Z',
+    // BIGINT values (ids, counts) as numbers, and as decimal strings only beyond 2^53 - 1, where a
+    // number would be rounded (TypeORM's default is strings always; sqlInt takes either).
+    supportBigNumbers: true,
+    bigNumberStrings: false,
     // Bounded waits, so that requests fail with SERVICE_UNAVAILABLE rather than hang when MySQL
     // is away: connecting, each statement (mysql2 drops the connection when it runs out), and
     // the queue for a free connection.
@@ -107,6 +111,23 @@ function createPrivately(path: string): void {
  * type (RETURNING, CTEs) are then derived again.
  */
 class RegistryDataSource extends DataSource {
+  /**
+   * Ids are BIGINT in the entities (MySQL/MariaDB). SQLite's 64-bit row id is a column declared
+   * exactly INTEGER PRIMARY KEY (`bigint PRIMARY KEY` would be a column of its own, and refuses
+   * AUTOINCREMENT), so there the generated ids and the columns referring to them are INTEGER, as
+   * the migrations made them: the same values, and the schema TypeORM compares with the tables.
+   */
+  protected override async buildMetadatas(): Promise<void> {
+    await super.buildMetadatas();
+    if (this.options.type !== 'better-sqlite3') return;
+    for (const metadata of this.entityMetadatas) {
+      for (const column of metadata.columns) {
+        const rowId = (column.isPrimary && column.isGenerated) || column.referencedColumn?.isGenerated === true;
+        if (column.type === 'bigint' && rowId) column.type = 'integer';
+      }
+    }
+  }
+
   override async initialize(): Promise<this> {
     await super.initialize();
     const driver = this.driver as unknown as { options: { type: string }; afterConnect(): Promise<void> };

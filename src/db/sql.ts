@@ -34,7 +34,11 @@ export function sqlDate(value: Date | string): Date {
   return new Date(value.includes('T') ? value : `${value.replace(' ', 'T')}Z`);
 }
 
-/** COUNT(*) and integer columns: MySQL may answer them as strings (BIGINT), SQLite as numbers. */
+/**
+ * COUNT(*), ids and other integer columns as numbers: mysql2 answers BIGINT as a number, or as a
+ * decimal string beyond 2^53 - 1 (see data-source.ts), SQLite as a number. Ids up to 2^53 - 1
+ * come out exact; larger ones (only plain SQL can write them) are rounded.
+ */
 export const sqlInt = (value: number | string | bigint): number => Number(value);
 
 /** One statement of a batch (see Sql.batch). */
@@ -97,7 +101,7 @@ export class Sql {
     const pool = this.pool();
     if (pool) {
       const header = await this.onPool<ResultSetHeader>(pool, sql, params, false);
-      return { affected: header.affectedRows, insertId: header.insertId };
+      return { affected: header.affectedRows, insertId: sqlInt(header.insertId) };
     }
     return this.onSqlite(() => this.sqliteWrite(sql, params));
   }
@@ -198,7 +202,7 @@ export class Sql {
         .map((result) =>
           Array.isArray(result)
             ? { rows: result, affected: result.length, insertId: 0 }
-            : { rows: [], affected: (result as ResultSetHeader).affectedRows, insertId: (result as ResultSetHeader).insertId },
+            : { rows: [], affected: (result as ResultSetHeader).affectedRows, insertId: sqlInt((result as ResultSetHeader).insertId) },
         );
     } catch (error) {
       // A statement failed (the rest did not run) or the connection did: never hand back a

@@ -68,7 +68,9 @@ export class Loaders {
     offset: number,
     { creatures, ...options }: Omit<TrainerPageOptions, 'alongside'> & { creatures?: CreaturePageRequest },
   ): Promise<TrainerPageResult> {
-    const alongside = creatures && ((ids: readonly number[]) => this.readCreaturesAhead(ids, creatures));
+    // Creature pages beyond MAX_OFFSET are not read ahead: each `creatures` field reports its refusal.
+    const ahead = creatures && this.services.creatures.allowsOffset(creatures.offset) ? creatures : undefined;
+    const alongside = ahead && ((ids: readonly number[]) => this.readCreaturesAhead(ids, ahead));
     const page = await this.services.trainers.page(limit, offset, { ...options, alongside });
     // Trainers read whole serve Creature.trainer too; those read in part would answer it wrong.
     if (!page.partial) for (const trainer of page.items) this.trainers.prime(trainer.id, trainer);

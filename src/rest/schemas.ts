@@ -1,4 +1,4 @@
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/args';
+import { DEFAULT_LIMIT, MAX_LIMIT, OFFSET_RULE } from '../common/args';
 import { EMAIL_PATTERN, MAX_EMAIL, MAX_PASSWORD, MIN_PASSWORD, namePattern, NICKNAME_PATTERN, PASSWORD_PATTERN } from '../common/rules';
 import { EMAIL_RULE, MAX_ID, nameRule, NICKNAME_RULE, PASSWORD_RULE } from '../common/validation';
 import { MAX_CREATURE_NAME } from '../creatures/creature.entity';
@@ -115,7 +115,8 @@ export const pageQuery = {
   type: 'object',
   properties: {
     limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
-    offset: { type: 'integer', minimum: 0, maximum: MAX_ID, default: 0 },
+    // No maximum here: MAX_OFFSET is a setting, checked by the services (checkOffset).
+    offset: { type: 'integer', minimum: 0, default: 0, description: `${OFFSET_RULE}; above it, BAD_USER_INPUT` },
   },
 } as const;
 
@@ -123,6 +124,10 @@ export const trainerListQuery = {
   type: 'object',
   properties: {
     ...pageQuery.properties,
+    offset: {
+      ...pageQuery.properties.offset,
+      description: `${OFFSET_RULE}; above it, BAD_USER_INPUT: read further by following nextCursor (after, or the Link header)`,
+    },
     after: { type: 'string', minLength: 1, maxLength: 200, description: 'A nextCursor from an earlier page; offset must then be 0' },
     nickname: {
       type: 'string',

@@ -23,7 +23,7 @@ export const MAX_TRAINER_NAME = 64;
 @Index('IX_trainer_team_id', ['team', 'id'])
 export class Trainer {
   @Field(() => ID)
-  @PrimaryGeneratedColumn({ type: 'int' })
+  @PrimaryGeneratedColumn({ type: 'bigint' })
   id!: number;
 
   @Field()

@@ -3,7 +3,7 @@ import type { LoginThrottle } from '../auth/login-throttle';
 import type { PasswordHasher } from '../auth/password';
 import { isNickname } from '../common/rules';
 import { normalizeEmail, normalizeText } from '../common/text';
-import type { Page } from '../common/args';
+import { checkOffset, type Page } from '../common/args';
 import type { CursorCodec } from '../common/cursor';
 import type { TrainerConditions } from './trainer-filter';
 import { uniqueViolation } from '../db/errors';
@@ -91,6 +91,8 @@ export class TrainerService {
     private readonly hasher: PasswordHasher,
     private readonly throttle: LoginThrottle,
     private readonly cursors: CursorCodec,
+    /** MAX_OFFSET: pages further on are refused (checkOffset); cursors reach them. */
+    private readonly maxOffset: number,
   ) {}
 
   /**
@@ -248,6 +250,7 @@ export class TrainerService {
     if (after !== undefined && offset !== 0) {
       throw new AppError('BAD_USER_INPUT', 'With after, offset must be 0', [{ field: 'offset', message: 'must be 0 when after is given' }]);
     }
+    checkOffset(offset, this.maxOffset, 'trainers');
     const afterId = after === undefined ? 0 : this.cursors.decode(after);
     // A nickname outside the nickname rules finds nobody (MariaDB's PAD SPACE comparison would find `ash` for `ash  `).
     if (filter.nickname !== undefined && !isNickname(filter.nickname)) return { items: [], nextCursor: null };

@@ -66,6 +66,7 @@ export async function createCreature(app: FastifyInstance, trainerId: number, ov
     ...overrides,
   });
   await repo.insert(creature);
+  creature.id = Number(creature.id);
   // What the service's create does in its transaction (see nextEventSeqStatements).
   await app.dataSource.query('UPDATE trainer SET creatures_owned = creatures_owned + 1 WHERE id = ?', [trainerId]);
   return creature;

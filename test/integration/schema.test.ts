@@ -217,3 +217,66 @@ describe.each(databases)('the creature name-key migration on %s', (kind) => {
     }
   });
 });
+
+describe.each(databases)('the 64-bit id migration on %s', (kind) => {
+  it('keeps every row and foreign key, and takes ids above 2^31 - 1 in every id and trainer_id column', async () => {
+    const database = await createTestDatabase(kind);
+    const open = (upTo: number) =>
+      createDataSource(loadDatabaseConfig({ DATABASE_URL: database.url })).setOptions({ migrations: migrations.slice(0, upTo) });
+    const bigIds = migrations.findIndex((migration) => migration.name === 'BigIds1796200000000');
+    const trainer = (id: number, nickname: string) =>
+      [
+        'INSERT INTO trainer (id, nickname, nickname_key, first_name, last_name, email, password_hash, team, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        [id, nickname, nickname, 'A', 'B', `${nickname}@example.com`, 'x', 'VALOR', '2026-01-01 00:00:00.000'],
+      ] as const;
+    const creature = (id: number, trainerId: number) =>
+      [
+        'INSERT INTO creature (id, name, name_key, species_id, level, trainer_id, created_at) VALUES (?, ?, ?, 1, 1, ?, ?)',
+        [id, `c${id}`, `c${id}`, trainerId, '2026-01-01 00:00:00.000'],
+      ] as const;
+    const session = (trainerId: number, family: string) =>
+      [
+        'INSERT INTO trainer_session (trainer_id, family_hash, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
+        [trainerId, family, 'x', '2026-01-01 00:00:00.000', '2099-01-01 00:00:00.000'],
+      ] as const;
+    const before = open(bigIds);
+    try {
+      await before.initialize();
+      await runMigrations(before);
+      for (const [sql, params] of [trainer(7, 'old'), creature(9, 7), session(7, 'f-old')]) await before.query(sql, [...params]);
+    } finally {
+      await before.destroy();
+    }
+    const after = open(migrations.length);
+    try {
+      await after.initialize();
+      await runMigrations(after);
+      const big = 2 ** 40;
+      for (const [sql, params] of [trainer(big, 'big'), creature(big + 1, big), session(big, 'f-big')]) await after.query(sql, [...params]);
+      const ids = async (sql: string) =>
+        (await after.query<Record<string, number | string>[]>(sql)).map((row) => Object.values(row).map(Number));
+      expect(await ids('SELECT id FROM trainer ORDER BY id')).toEqual([[7], [big]]);
+      expect(await ids('SELECT id, trainer_id FROM creature ORDER BY id')).toEqual([
+        [9, 7],
+        [big + 1, big],
+      ]);
+      expect(await ids('SELECT trainer_id FROM trainer_session ORDER BY trainer_id')).toEqual([[7], [big]]);
+      // The next ids given by the database follow the largest.
+      await after.query("INSERT INTO creature (name, name_key, species_id, level, trainer_id, created_at) VALUES ('n', 'n', 1, 1, ?, ?)", [
+        big,
+        '2026-01-01 00:00:00.000',
+      ]);
+      expect(await ids('SELECT MAX(id) AS id FROM creature')).toEqual([[big + 2]]);
+      // The foreign keys hold: a creature of no trainer is refused, and deleting a trainer deletes its creatures and sessions.
+      await expect(after.query(...creature(big + 10, big + 5))).rejects.toThrow();
+      await after.query('DELETE FROM trainer WHERE id = ?', [big]);
+      expect(await ids('SELECT id, trainer_id FROM creature ORDER BY id')).toEqual([[9, 7]]);
+      expect(await ids('SELECT trainer_id FROM trainer_session')).toEqual([[7]]);
+      const pending = await after.driver.createSchemaBuilder().log();
+      expect(pending.upQueries.map((q) => q.query)).toEqual([]);
+    } finally {
+      await after.destroy();
+      await database.drop();
+    }
+  });
+});

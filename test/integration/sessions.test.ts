@@ -89,12 +89,13 @@ describe.each(databases)('the migrations since the sessions, on %s', (kind) => {
         (await dataSource.query<{ suffix: string }[]>('SELECT suffix FROM trainer_nickname_suffix ORDER BY suffix')).map(
           (row) => row.suffix,
         );
-      // The newest first: the lists' tables (rest_json back), the name keys (data only), the refresh reuse, the REST JSON, the creature count, the event sequence, then the sessions.
+      // The newest first: the lists' tables (rest_json back), the 64-bit ids, the name keys (data only), the refresh reuse, the REST JSON, the creature count, the event sequence, then the sessions.
       await dataSource.undoLastMigration();
       await expect(suffixes()).rejects.toThrow();
       expect(await restJson()).toEqual([
         ',"nickname":"mig","firstName":"A","lastName":"B","team":"VALOR","creaturesOwned":0,"createdAt":"2026-01-01T00:00:00.000Z"',
       ]);
+      await dataSource.undoLastMigration();
       await dataSource.undoLastMigration();
       await previous();
       await dataSource.undoLastMigration();

@@ -25,6 +25,7 @@ describe('loadConfig', () => {
       graphqlIntrospection: true,
       sandbox: true,
       bodyLimit: 102400,
+      maxOffset: 10000,
       redisUrl: undefined,
       loginMaxFailures: 5,
       loginWindowSeconds: 900,
@@ -88,10 +89,18 @@ describe('loadConfig', () => {
     ['WORKERS', { WORKERS: 'many' }],
     ['SLOW_QUERY_MS', { SLOW_QUERY_MS: 'slow' }],
     ['METRICS_TOKEN', { METRICS_TOKEN: 'short' }],
+    ['MAX_OFFSET', { MAX_OFFSET: '0' }],
+    ['MAX_OFFSET', { MAX_OFFSET: '-5' }],
+    ['MAX_OFFSET', { MAX_OFFSET: '1e4' }],
+    ['MAX_OFFSET', { MAX_OFFSET: '2147483648' }],
   ])('fails with one line naming %s', (name, env) => {
     const load = () => loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET, ...env });
     expect(load).toThrow(ConfigError);
     expect(load).toThrow(new RegExp(`^Invalid configuration: ${name} [^\\n]+$`));
+  });
+
+  it('takes MAX_OFFSET as a positive whole number', () => {
+    expect(loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET, MAX_OFFSET: '50' }).maxOffset).toBe(50);
   });
 
   it('refuses to start in production without a JWT_SECRET', () => {

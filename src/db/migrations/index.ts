@@ -7,6 +7,7 @@ import { CreatureCount1795800000000 } from './1795800000000-CreatureCount';
 import { TrainerJson1795900000000 } from './1795900000000-TrainerJson';
 import { RefreshReuseGrace1796000000000 } from './1796000000000-RefreshReuseGrace';
 import { NameKeysWithoutSelectors1796100000000 } from './1796100000000-NameKeysWithoutSelectors';
+import { BigIds1796200000000 } from './1796200000000-BigIds';
 import { ListsByIndex1796300000000 } from './1796300000000-ListsByIndex';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
@@ -20,5 +21,6 @@ export const migrations = [
   TrainerJson1795900000000,
   RefreshReuseGrace1796000000000,
   NameKeysWithoutSelectors1796100000000,
+  BigIds1796200000000,
   ListsByIndex1796300000000,
 ];
