@@ -105,7 +105,7 @@ export function limitRules(): ValidationRule[] {
  * text matches, which for a short text can be a large part of the registry, so a document holds
  * at most a few of them (30 aliased searches are refused).
  */
-export const SEARCH_COST = 250;
+const SEARCH_COST = 250;
 
 /**
  * A list field costs its `limit` times what one item costs, plus SEARCH_COST when it searches
