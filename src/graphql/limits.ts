@@ -94,7 +94,8 @@ export function limitRules(): ValidationRule[] {
   };
   return [
     maxDepthRule({ ...report, n: LIMITS.depth, flattenFragments: true, errorMessage: `Query depth is more than ${LIMITS.depth} levels` }),
-    maxAliasesRule({ ...report, n: LIMITS.aliases, errorMessage: `Query has more than ${LIMITS.aliases} aliases` }),
+    // allowList: graphql-armor leaves aliases of __typename uncounted by default; every alias counts here.
+    maxAliasesRule({ ...report, n: LIMITS.aliases, allowList: [], errorMessage: `Query has more than ${LIMITS.aliases} aliases` }),
     maxDirectivesRule({ ...report, n: LIMITS.directives, errorMessage: `Query has more than ${LIMITS.directives} directives` }),
     credentialFieldsRule,
   ] as ValidationRule[];

@@ -49,6 +49,10 @@ describe('GraphQL request limits', () => {
     const aliases = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: me { id }`).join(' ')} }`;
     expect((await ask(aliases(30))).errors).toBeUndefined();
     await refused(aliases(31), {}, /alias/i);
+    // Aliases of __typename count too (graphql-armor leaves them out unless told otherwise).
+    const typenames = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `t${i}: __typename`).join(' ')} }`;
+    expect((await ask(typenames(30))).errors).toBeUndefined();
+    await refused(typenames(31), {}, /alias/i);
   });
 
   it('refuses two authenticate fields in one operation, and runs neither', async () => {
