@@ -4,6 +4,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { RedisEventRelay } from './events/redis-relay';
 import { RedisSessionEndings } from './auth/session-endings';
+import { RedisListChanges } from './trainers/trainer-lists';
 import { trustedProxies } from './http/client-address';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
@@ -81,7 +82,7 @@ function connectRedis(url: string, app: FastifyInstance): Redis {
 function relayThroughRedis(redis: Redis, services: Services, app: FastifyInstance): void {
   const subscriber = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
   subscriber.on('error', (error) =>
-    app.log.warn({ err: error }, 'redis unavailable; creature events and session endings reach this instance only'),
+    app.log.warn({ err: error }, 'redis unavailable; creature events, session endings and list changes reach this instance only'),
   );
   // disconnect, not quit: quit would wait behind commands queued while Redis is away.
   app.addHook('onClose', async () => subscriber.disconnect());
@@ -89,6 +90,7 @@ function relayThroughRedis(redis: Redis, services: Services, app: FastifyInstanc
   services.sessionEndings.relayThrough(
     new RedisSessionEndings(redis, subscriber, (ended) => services.sessionEndings.deliver(ended), app.log),
   );
+  services.lists.relayThrough(new RedisListChanges(redis, subscriber, (change) => services.lists.deliver(change), app.log));
 }
 
 /** Builds the whole service on one database; it never listens (main.ts does). Close it with app.close(). */

@@ -12,6 +12,7 @@ import { CreatureQueries } from './creatures/creature.queries';
 import { QUERY_TIMEOUT_MS } from './db/data-source';
 import { Sql } from './db/sql';
 import { TrainerQueries } from './trainers/trainer.queries';
+import { TrainerLists } from './trainers/trainer-lists';
 import { CursorCodec } from './common/cursor';
 import { SessionQueries } from './auth/session.queries';
 import { SessionService } from './auth/session.service';
@@ -21,6 +22,8 @@ import { CreatureEventBus } from './events/event-bus';
 /** The service layer both transports call. Built once per app; no module-level state. */
 export interface Services {
   readonly trainers: TrainerService;
+  /** Trainer lists and counts: told of every trainer that joins, leaves or changes team, on every instance. */
+  readonly lists: TrainerLists;
   readonly creatures: CreatureService;
   readonly auth: AuthService;
   readonly sessions: SessionService;
@@ -49,7 +52,15 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     redis,
     delay,
   });
-  const trainers = new TrainerService(trainerQueries, hasher, throttle, new CursorCodec(config.jwtSecret, 'trainers'), config.maxOffset);
+  const lists = new TrainerLists(trainerQueries, config.maxOffset);
+  const trainers = new TrainerService(
+    trainerQueries,
+    lists,
+    hasher,
+    throttle,
+    new CursorCodec(config.jwtSecret, 'trainers'),
+    config.maxOffset,
+  );
   const sessionEndings = new SessionEndings();
   const sessions = new SessionService(
     new SessionQueries(sql),
@@ -59,5 +70,5 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     sessionEndings,
   );
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
-  return { trainers, creatures, auth, sessions, sessionEndings, events, hasher };
+  return { trainers, lists, creatures, auth, sessions, sessionEndings, events, hasher };
 }

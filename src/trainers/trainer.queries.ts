@@ -253,6 +253,29 @@ export class TrainerQueries {
   }
 
   /**
+   * The ids of up to `limit` trainers of `team` (every team when undefined) above `afterId`, in
+   * order: one walk of a narrow index (the ids', or the team's (team, id)), `limit` entries long.
+   */
+  async ids(team: Team | undefined, afterId: number, limit: number): Promise<number[]> {
+    const index = this.sql.isMysql ? (team === undefined ? ' FORCE INDEX (IX_trainer_id)' : ' FORCE INDEX (IX_trainer_team_id)') : '';
+    const rows = await this.sql.rows<{ id: number | string }>(
+      `SELECT t.id FROM trainer t${index} WHERE ${team === undefined ? '' : 't.team = ? AND '}t.id > ? ORDER BY t.id LIMIT ${Math.trunc(limit)}`,
+      team === undefined ? [afterId] : [team, afterId],
+    );
+    return rows.map((row) => sqlInt(row.id));
+  }
+
+  /** Every team's number of trainers, from trainer_count (a few rows per 65,536 ids). */
+  async teamCounts(): Promise<Map<Team, number>> {
+    const rows = await this.sql.rows<{ team: Team; n: number | string }>(
+      'SELECT team, COALESCE(SUM(n), 0) AS n FROM trainer_count GROUP BY team',
+      [],
+      { prepared: true },
+    );
+    return new Map(rows.map((row) => [row.team, sqlInt(row.n)]));
+  }
+
+  /**
    * How many trainers match `conditions`: the team's or every team's rows of trainer_count (a few
    * rows, however many trainers), the nickname key's one row, or the distinct trainers of a range
    * of trainer_nickname_suffix.

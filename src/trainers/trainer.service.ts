@@ -10,6 +10,7 @@ import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Team } from './team';
 import { Trainer as TrainerClass, type Trainer } from './trainer.entity';
+import type { TrainerLists } from './trainer-lists';
 import type { NewTrainerRow, TrainerField, TrainerQueries } from './trainer.queries';
 
 export interface NewTrainer {
@@ -88,6 +89,8 @@ export class TrainerService {
 
   constructor(
     private readonly queries: TrainerQueries,
+    /** The unfiltered and per-team lists and counts; told of every trainer that joins, leaves or moves. */
+    private readonly lists: TrainerLists,
     private readonly hasher: PasswordHasher,
     private readonly throttle: LoginThrottle,
     private readonly cursors: CursorCodec,
@@ -127,6 +130,7 @@ export class TrainerService {
     let id: number;
     try {
       id = await this.queries.insert(row);
+      this.lists.changed({ id, to: row.team });
     } catch (error) {
       const violated = uniqueViolation(error);
       if (violated === undefined) throw error;
@@ -141,8 +145,10 @@ export class TrainerService {
    * registration (its suffixes and its team's count with it), without a registration's checks
    * and limits. Returns its id.
    */
-  insertHashed(row: NewTrainerRow): Promise<number> {
-    return this.queries.insert(row);
+  async insertHashed(row: NewTrainerRow): Promise<number> {
+    const id = await this.queries.insert(row);
+    this.lists.changed({ id, to: row.team });
+    return id;
   }
 
   /**
@@ -236,6 +242,7 @@ export class TrainerService {
   /** How many trainers match `filter` (a nickname outside the nickname rules matches none). */
   private count(filter: TrainerConditions): Promise<number> {
     if (filter.nickname !== undefined && !isNickname(filter.nickname)) return Promise.resolve(0);
+    if (filter.nickname === undefined && filter.nicknameContains === undefined) return this.lists.count(filter.team);
     return this.queries.count(filter);
   }
 
@@ -255,10 +262,39 @@ export class TrainerService {
     // A nickname outside the nickname rules finds nobody (MariaDB's PAD SPACE comparison would find `ash` for `ash  `).
     if (filter.nickname !== undefined && !isNickname(filter.nickname)) return { items: [], nextCursor: null };
     // One more than the page: whether another follows.
-    const rows = await this.queries.page(filter, afterId, offset, limit + 1, withCounts, fields);
+    const rows =
+      (await this.listPage(filter, afterId, offset, limit + 1, withCounts, fields)) ??
+      (await this.queries.page(filter, afterId, offset, limit + 1, withCounts, fields));
     const items = rows.slice(0, limit);
     const nextCursor = rows.length > limit ? this.cursors.encode(items[items.length - 1].id) : null;
     return { items, nextCursor };
+  }
+
+  /**
+   * A page by offset of every trainer or of a team's, from the ids TrainerLists keeps and the rows
+   * by id (merged with every trainer read of the turn); undefined for a page it leaves to a walk of
+   * the index (the first page, a cursor, a nickname condition, or deeper than the ids kept).
+   */
+  private async listPage(
+    filter: TrainerConditions,
+    afterId: number,
+    offset: number,
+    limit: number,
+    withCounts: boolean,
+    fields?: readonly TrainerField[],
+  ): Promise<Trainer[] | undefined> {
+    // The first page reads the table itself (one short walk): it shows rows written by plain SQL at once.
+    if (offset === 0 || afterId !== 0 || filter.nickname !== undefined || filter.nicknameContains !== undefined) return undefined;
+    const ids = await this.lists.pageIds(filter.team, offset, limit);
+    if (ids === undefined) return undefined;
+    if (ids.length === 0) return [];
+    if (fields) {
+      const found = await this.queries.someFieldsByIds(ids, withCounts, fields);
+      return ids.map((id) => found.get(id)).filter((trainer) => trainer !== undefined);
+    }
+    // A trainer that left since its id was read is left out.
+    const found = await Promise.all(ids.map((id) => this.reads.load({ id, count: withCounts })));
+    return found.filter((trainer) => trainer !== null);
   }
 
   /**

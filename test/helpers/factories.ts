@@ -82,4 +82,5 @@ export async function deleteTrainer(app: FastifyInstance, trainer: Pick<Trainer,
     await manager.query('UPDATE trainer_count SET n = n - 1 WHERE bucket = ? AND team = ?', [Math.floor(trainer.id / 65536), trainer.team]);
     await manager.query('DELETE FROM trainer WHERE id = ?', [trainer.id]);
   });
+  app.services.lists.changed({ id: trainer.id, from: trainer.team });
 }

@@ -1,0 +1,186 @@
+import DataLoader from 'dataloader';
+import type { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import type { RelayLog } from '../auth/session-endings';
+import { Team } from './team';
+import { MAX_LIMIT } from '../common/args';
+import type { TrainerQueries } from './trainer.queries';
+
+/** The first ids of a list are kept this deep at most (a larger MAX_OFFSET reads deeper pages by a walk of the index). */
+const SPAN = 20_000;
+/** How long a list's ids are trusted without news of a change (writes by plain SQL, a notice lost while Redis was away). */
+const TTL_MS = 1000;
+
+/** A trainer that joined a team (`to`), left one (`from`), or moved from one to another. */
+export interface ListChange {
+  readonly id: number;
+  readonly from?: Team;
+  readonly to?: Team;
+}
+
+/** The first ids of one list (every team's, or one team's), in order. */
+interface Prefix {
+  readonly ids: number[];
+  readonly readAt: number;
+  /** The list has no more trainers than `ids` (it was read to its end). */
+  readonly complete: boolean;
+}
+
+/** The key of the list of `team` (every team's: ''). */
+const listOf = (team: Team | undefined): string => team ?? '';
+
+/**
+ * The unfiltered and per-team lists of trainers by offset, and their counts, read so that their
+ * cost depends neither on the offset nor on the number of trainers:
+ *
+ * - Each list keeps the ids of its first MAX_OFFSET + 101 trainers (at most SPAN deep; about
+ *   80 KB per list at the default MAX_OFFSET, whatever the number of trainers), read when first
+ *   needed by one walk of a narrow index. A page at an offset is then a slice of ids, whose rows
+ *   come by id with every other trainer read of the turn (TrainerService's merged reads): no walk
+ *   of the index per request, and one round trip shared by many requests.
+ * - Every count of a turn of the event loop is one statement (trainer_count, by team).
+ *
+ * The ids stay right as long as no trainer joined or left the list below them. Every write
+ * through the service reports its change (`changed`): the ids from the changed one on are dropped
+ * at once in this process and, with REDIS_URL, on every instance within Redis's pub/sub delay, and
+ * read again from there when a page needs them. Ids older than TTL_MS are read again, which bounds
+ * how long a change that no notice reached (plain SQL, Redis away) can shift a page by offset.
+ * Counts and cursor pages never depend on the kept ids.
+ */
+export class TrainerLists {
+  private readonly prefixes = new Map<string, Prefix>();
+  private readonly reading = new Map<string, Promise<Prefix>>();
+  /** Per list, bumped by every change: a read that a change overtook is not kept. */
+  private readonly generations = new Map<string, number>();
+  private relay: RedisListChanges | undefined;
+  /** How many ids a list keeps: enough for the page of `limit` MAX_LIMIT (and one more) at the deepest offset kept. */
+  private readonly depth: number;
+  private readonly span: number;
+
+  private readonly countReads = new DataLoader<string, number>((lists) => this.readCounts(lists), {
+    cache: false,
+    batchScheduleFn: (run) => setImmediate(run),
+  });
+
+  constructor(
+    private readonly queries: TrainerQueries,
+    maxOffset: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.span = Math.min(maxOffset, SPAN);
+    this.depth = this.span + MAX_LIMIT + 1;
+  }
+
+  /**
+   * The ids of up to `limit` trainers of `team` (every team when undefined) after skipping
+   * `offset` of them, in id order; undefined when the page lies deeper than the kept ids (then
+   * the caller walks the index).
+   */
+  async pageIds(team: Team | undefined, offset: number, limit: number): Promise<number[] | undefined> {
+    if (offset + limit > this.depth) return undefined;
+    const prefix = await this.prefixOf(team, offset + limit);
+    return prefix.ids.slice(offset, offset + limit);
+  }
+
+  /** How many trainers `team` has (every team when undefined), exact; merged with every count of this turn. */
+  count(team: Team | undefined): Promise<number> {
+    return this.countReads.load(listOf(team));
+  }
+
+  /** A trainer joined, left or changed team through this instance: on every instance from now on. */
+  changed(change: ListChange): void {
+    this.deliver(change);
+    this.relay?.publish(change);
+  }
+
+  /** A change made through another instance (or through this one: see changed). */
+  deliver(change: ListChange): void {
+    const lists = [change.from, change.to].filter((team) => team !== undefined).map(listOf);
+    // A move between teams leaves the list of every team as it was.
+    if (change.from === undefined || change.to === undefined) lists.push(listOf(undefined));
+    for (const list of lists) {
+      this.generations.set(list, (this.generations.get(list) ?? 0) + 1);
+      const known = this.prefixes.get(list);
+      if (!known) continue;
+      // The ids below the changed one keep their positions; from it on, they may have moved.
+      const kept = known.ids.findIndex((id) => id >= change.id);
+      if (kept !== -1 || known.complete)
+        this.prefixes.set(list, { ids: kept === -1 ? known.ids : known.ids.slice(0, kept), readAt: known.readAt, complete: false });
+    }
+  }
+
+  /** Shares changes with the other instances from now on. */
+  relayThrough(relay: RedisListChanges): void {
+    this.relay = relay;
+  }
+
+  /** The kept ids of `team`'s list, at least `needed` of them unless the list is shorter: read (again) when stale or short. */
+  private async prefixOf(team: Team | undefined, needed: number): Promise<Prefix> {
+    const list = listOf(team);
+    const known = this.prefixes.get(list);
+    const fresh = known !== undefined && this.now() - known.readAt < TTL_MS;
+    if (fresh && (known.complete || known.ids.length >= needed)) return known;
+    let reading = this.reading.get(list);
+    if (!reading) {
+      const generation = this.generations.get(list) ?? 0;
+      // A fresh prefix cut short by a change is read on from its last id; a stale one from the start.
+      const from = fresh ? known.ids : [];
+      const readAt = fresh ? known.readAt : this.now();
+      const wanted = this.depth - from.length;
+      reading = this.queries
+        .ids(team, from.length > 0 ? from[from.length - 1] : 0, wanted)
+        .then((more) => {
+          const prefix = { ids: from.concat(more), readAt, complete: more.length < wanted };
+          if ((this.generations.get(list) ?? 0) === generation) this.prefixes.set(list, prefix);
+          return prefix;
+        })
+        .finally(() => this.reading.delete(list));
+      this.reading.set(list, reading);
+    }
+    return reading;
+  }
+
+  private async readCounts(lists: readonly string[]): Promise<number[]> {
+    const teams = await this.queries.teamCounts();
+    let all = 0;
+    for (const n of teams.values()) all += n;
+    return lists.map((list) => (list === '' ? all : (teams.get(list as Team) ?? 0)));
+  }
+}
+
+const CHANNEL = 'registry:trainer-lists-changed';
+
+const optionalTeam = (value: unknown): boolean => value === undefined || Object.values<unknown>(Team).includes(value);
+
+/** List changes over one Redis pub/sub channel that every instance follows from its start. */
+export class RedisListChanges {
+  private readonly origin = randomUUID();
+
+  constructor(
+    private readonly publisher: Redis,
+    subscriber: Redis,
+    deliver: (change: ListChange) => void,
+    private readonly log: RelayLog,
+  ) {
+    subscriber.subscribe(CHANNEL).catch((error: unknown) => log.warn({ err: error }, 'cannot follow list changes through Redis yet'));
+    subscriber.on('message', (channel: string, text: string) => {
+      if (channel !== CHANNEL) return;
+      let envelope: { origin?: unknown; change?: Partial<Record<keyof ListChange, unknown>> };
+      try {
+        envelope = JSON.parse(text) as typeof envelope;
+      } catch {
+        return;
+      }
+      const change = envelope?.change;
+      if (envelope?.origin === this.origin || typeof change !== 'object' || change === null) return;
+      if (!Number.isSafeInteger(change.id) || !optionalTeam(change.from) || !optionalTeam(change.to)) return;
+      deliver(change as ListChange);
+    });
+  }
+
+  publish(change: ListChange): void {
+    this.publisher
+      .publish(CHANNEL, JSON.stringify({ origin: this.origin, change }))
+      .catch((error: unknown) => this.log.warn({ err: error, trainerId: change.id }, 'list change not shared: Redis unavailable'));
+  }
+}

@@ -1,0 +1,122 @@
+import type { FastifyInstance } from 'fastify';
+import { databases, startTestInstances } from '../helpers/app';
+import { graphqlDriver, restDriver, type Outcome } from '../helpers/drivers';
+import { createTrainer, deleteTrainer, unique, type TrainerFixture } from '../helpers/factories';
+import { redisReachable, REDIS_TEST_URL } from '../helpers/redis';
+import { Team } from '../../src/trainers/team';
+
+/*
+ * Pages by offset of every trainer and of a team come from the ids each instance keeps of the
+ * first MAX_OFFSET trainers of each list: they must answer exactly what the table holds, at once
+ * after writes through either instance (the other one hears of them through Redis), and within a
+ * second after writes by plain SQL.
+ */
+
+function value<T>(result: Outcome<T>): T {
+  if (!result.ok) throw new Error(`expected success, got ${result.code}`);
+  return result.value;
+}
+
+const TRAINERS = 150;
+
+describe.each(databases)('pages by offset across two instances on %s', (kind) => {
+  let instances: { apps: FastifyInstance[]; url: string; close(): Promise<void> } | undefined;
+  let me: TrainerFixture;
+  let reachable = false;
+  beforeAll(async () => {
+    reachable = await redisReachable('the two-instance page offset test is');
+    if (!reachable) return;
+    instances = await startTestInstances(kind, 2, { REDIS_URL: REDIS_TEST_URL });
+    const [a] = instances.apps;
+    me = await createTrainer(a);
+    for (let i = 0; i < TRAINERS; i += 1) await createTrainer(a, { team: [Team.VALOR, Team.MYSTIC, Team.INSTINCT][i % 3] });
+  }, 60_000);
+  afterAll(async () => instances?.close());
+
+  const apps = () => instances!.apps;
+  const sqlPage = async (offset: number, limit: number, team?: Team): Promise<number[]> => {
+    const rows = await apps()[0].dataSource.query<{ id: number | string }[]>(
+      `SELECT id FROM trainer${team ? ' WHERE team = ?' : ''} ORDER BY id LIMIT ${limit} OFFSET ${offset}`,
+      team ? [team] : [],
+    );
+    return rows.map((row) => Number(row.id));
+  };
+  const restPage = async (app: FastifyInstance, offset: number, limit: number, team?: Team): Promise<number[]> =>
+    value(await restDriver(app).listTrainers(me.token, { limit, offset, ...(team ? { filter: { team } } : {}) })).items.map((t) =>
+      Number(t.id),
+    );
+  const graphqlPage = async (app: FastifyInstance, offset: number, limit: number, team?: Team): Promise<number[]> =>
+    value(await graphqlDriver(app).listTrainers(me.token, { limit, offset, ...(team ? { filter: { team } } : {}) })).items.map((t) =>
+      Number(t.id),
+    );
+  /** Polls `read` until it equals `expected` or `ms` pass; returns the last answer. */
+  const within = async (ms: number, read: () => Promise<number[]>, expected: number[]): Promise<number[]> => {
+    const until = Date.now() + ms;
+    let got = await read();
+    while (JSON.stringify(got) !== JSON.stringify(expected) && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      got = await read();
+    }
+    return got;
+  };
+
+  it('answers every offset as the table orders it, every team and each team, on both transports and instances', async () => {
+    if (!reachable) return;
+    for (const team of [undefined, Team.VALOR]) {
+      for (const offset of [0, 1, 63, 64, 65, 100, team ? 45 : 140, 1000]) {
+        const expected = await sqlPage(offset, 20, team);
+        for (const app of apps()) {
+          expect([team, offset, await restPage(app, offset, 20, team)]).toEqual([team, offset, expected]);
+          expect([team, offset, await graphqlPage(app, offset, 20, team)]).toEqual([team, offset, expected]);
+        }
+      }
+    }
+  });
+
+  it('shifts pages at once after a trainer before them leaves, on the instance that removed it and through Redis on the other', async () => {
+    if (!reachable) return;
+    const [a, b] = apps();
+    for (const app of apps()) await restPage(app, 80, 20);
+    for (const app of apps()) await restPage(app, 30, 20, Team.MYSTIC);
+    const [leaving] = await sqlPage(10, 1, Team.MYSTIC);
+    await deleteTrainer(a, { id: leaving, team: Team.MYSTIC });
+    expect(await restPage(a, 80, 20)).toEqual(await sqlPage(80, 20));
+    expect(await restPage(a, 30, 20, Team.MYSTIC)).toEqual(await sqlPage(30, 20, Team.MYSTIC));
+    // Well within the second after which an instance reads a list's ids again anyway.
+    expect(await within(300, () => restPage(b, 80, 20), await sqlPage(80, 20))).toEqual(await sqlPage(80, 20));
+    expect(await within(300, () => restPage(b, 30, 20, Team.MYSTIC), await sqlPage(30, 20, Team.MYSTIC))).toEqual(
+      await sqlPage(30, 20, Team.MYSTIC),
+    );
+  });
+
+  it('shows a trainer registered through one instance on the last page by offset of both at once', async () => {
+    if (!reachable) return;
+    const [a, b] = apps();
+    const [{ n }] = await a.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM trainer');
+    const last = Number(n) - 5;
+    for (const app of apps()) expect(await restPage(app, last, 20)).toEqual(await sqlPage(last, 20));
+    const stem = unique('Off').toLowerCase();
+    const made = value(
+      await graphqlDriver(b).register({
+        nickname: stem,
+        firstName: 'O',
+        lastName: 'F',
+        email: `${stem}@example.test`,
+        password: 'password-1',
+        team: 'VALOR',
+      }),
+    );
+    expect((await restPage(b, last, 20)).at(-1)).toBe(Number(made.id));
+    expect(await within(300, () => restPage(a, last, 20), await sqlPage(last, 20))).toEqual(await sqlPage(last, 20));
+  });
+
+  it('shows rows removed by plain SQL on the first page at once and on pages by offset within a second', async () => {
+    if (!reachable) return;
+    const [a] = apps();
+    await restPage(a, 70, 20);
+    const [gone] = await sqlPage(3, 1);
+    await a.dataSource.query('DELETE FROM trainer WHERE id = ?', [gone]);
+    expect(await restPage(a, 0, 20)).toEqual(await sqlPage(0, 20));
+    expect(await within(2500, () => restPage(a, 70, 20), await sqlPage(70, 20))).toEqual(await sqlPage(70, 20));
+  });
+});
