@@ -7,6 +7,7 @@ import { createCreature, createTrainer, signIn, type TrainerFixture } from '../h
 import { redisReachable, REDIS_TEST_URL } from '../helpers/redis';
 import { EVENTS, until } from '../helpers/events';
 import { WS_LIMITS } from '../../src/graphql/subscriptions';
+import { MAX_SESSIONS_PER_TRAINER } from '../../src/auth/session.service';
 
 /*
  * What a WebSocket client can do with a session that ended, with subscription ids and with its
@@ -97,6 +98,23 @@ describe.each(databases)('WebSocket sessions, ids and variables on %s', (kind) =
     expect(Date.now() - loggedOut).toBeLessThan(1000);
     await sleep(200);
     expect(o.socket.readyState).toBe(WebSocket.OPEN);
+  });
+
+  it(`closes the socket of the oldest session with 4401 once the ${MAX_SESSIONS_PER_TRAINER + 1}st opens, and leaves the newer ones open`, async () => {
+    // createTrainer opens the trainer's first session.
+    const trainer = await createTrainer(t.app);
+    const next = await signIn(t.app, trainer.trainer.id);
+    const s = await opened(trainer.token);
+    const n = await opened(next.token);
+    for (let i = 0; i < MAX_SESSIONS_PER_TRAINER - 2; i += 1) await signIn(t.app, trainer.trainer.id);
+    await sleep(100);
+    expect(s.socket.readyState).toBe(WebSocket.OPEN);
+    const opening = Date.now();
+    await signIn(t.app, trainer.trainer.id);
+    expect(await s.closed).toBe(4401);
+    expect(Date.now() - opening).toBeLessThan(1000);
+    await sleep(200);
+    expect(n.socket.readyState).toBe(WebSocket.OPEN);
   });
 
   it('closes every socket of the trainer on logout everywhere, and no other trainer’s', async () => {
