@@ -173,7 +173,8 @@ export function registerSubscriptions(
 
   const formatLogged = (error: GraphQLError) => {
     const appError = toAppError(error.originalError ?? error);
-    if (appError.code === 'INTERNAL_SERVER_ERROR' && error.originalError)
+    // A variable refused by coercion carries graphql-js's reason as its cause: the client's mistake, not a failure.
+    if (appError.code === 'INTERNAL_SERVER_ERROR' && error.originalError && error.extensions.code !== 'BAD_USER_INPUT')
       app.log.error({ err: error.originalError }, 'subscription failed');
     return formatError(error.toJSON(), error);
   };
@@ -313,7 +314,13 @@ export function registerSubscriptions(
         const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables, { maxErrors: LIMITS.validationErrors });
         if (coerced.errors) {
           return coerced.errors.map(
-            (error) => new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'BAD_USER_INPUT' } }),
+            // The cause is graphql-js's reason, which the message keeps (without the value refused).
+            (error) =>
+              new GraphQLError(error.message, {
+                nodes: error.nodes,
+                originalError: error.originalError,
+                extensions: { code: 'BAD_USER_INPUT' },
+              }),
           );
         }
         const tooCostly = checkCost(document, operation, payload.operationName ?? undefined, variables);

@@ -217,35 +217,52 @@ describe.each(databases)('WebSocket sessions, ids and variables on %s', (kind) =
   });
 
   it.each([
-    ['an object for an ID!', 'subscription($t: ID!) { creatureEvents(trainerId: $t) { kind } }', { t: { a: 1 } }],
+    [
+      'an object for an ID!',
+      'subscription($t: ID!) { creatureEvents(trainerId: $t) { kind } }',
+      { t: { a: 1 } },
+      /^Variable "\$t" got invalid value; ID cannot represent value\.$/,
+    ],
     [
       'a number past 32 bits for an Int!',
       'subscription($t: ID!, $n: Int!) { creatureEvents(trainerId: $t) { creature { trainer { creatures(limit: $n) { id } } } } }',
       {},
+      /^Variable "\$n" got invalid value; Int cannot represent non 32-bit signed integer value\.$/,
     ],
-    ['30,000 levels of nested arrays', 'subscription($t: ID!) { creatureEvents(trainerId: $t) { kind } }', null],
-  ])('answers %s in a variable with BAD_USER_INPUT, as over HTTP, without logging the value', async (_what, query, given) => {
-    const s = await opened(me.token);
-    const secret = `Secret-Tail-${Date.now()}`;
-    let text: string;
-    if (given === null) {
-      text = `{"id":"v","type":"subscribe","payload":{"query":${JSON.stringify(query)},"variables":{"t":${'['.repeat(30_000)}${']'.repeat(30_000)},"s":"${secret}"}}}`;
-    } else if (Object.keys(given).length === 0) {
-      text = JSON.stringify(subscribe('v', me.trainer.id, query, { t: String(me.trainer.id), n: 999_999_999_999, s: secret }));
-    } else {
-      text = JSON.stringify(subscribe('v', me.trainer.id, query, { t: { a: secret } }));
-    }
-    s.socket.send(text);
-    await until(() => s.errorsOf('v').length > 0, 'the refusal');
-    expect(s.errorsOf('v')[0]).toBe('BAD_USER_INPUT');
-    // Not in the answer either (the message names the variable, not its value).
-    expect(JSON.stringify(s.messages)).not.toContain(secret);
-    expect(JSON.stringify(s.messages)).not.toContain('999999999999');
-    await sleep(100);
-    expect(s.socket.readyState).toBe(WebSocket.OPEN);
-    expect(lines.join('\n')).not.toContain(secret);
-    expect(lines.join('\n')).not.toContain('999999999999');
-  });
+    [
+      '30,000 levels of nested arrays',
+      'subscription($t: ID!) { creatureEvents(trainerId: $t) { kind } }',
+      null,
+      /nest arrays or objects deeper/,
+    ],
+  ])(
+    'answers %s in a variable with BAD_USER_INPUT and the reason, as over HTTP, without the value',
+    async (_what, query, given, reason) => {
+      const s = await opened(me.token);
+      const secret = `Secret-Tail-${Date.now()}`;
+      let text: string;
+      if (given === null) {
+        text = `{"id":"v","type":"subscribe","payload":{"query":${JSON.stringify(query)},"variables":{"t":${'['.repeat(30_000)}${']'.repeat(30_000)},"s":"${secret}"}}}`;
+      } else if (Object.keys(given).length === 0) {
+        text = JSON.stringify(subscribe('v', me.trainer.id, query, { t: String(me.trainer.id), n: 999_999_999_999, s: secret }));
+      } else {
+        text = JSON.stringify(subscribe('v', me.trainer.id, query, { t: { a: secret } }));
+      }
+      s.socket.send(text);
+      await until(() => s.errorsOf('v').length > 0, 'the refusal');
+      expect(s.errorsOf('v')[0]).toBe('BAD_USER_INPUT');
+      const refusal = s.messages.find((m) => m.id === 'v' && m.type === 'error');
+      expect(refusal?.payload?.[0].message).toMatch(reason);
+      // Not in the answer either (the message names the variable, not its value).
+      expect(JSON.stringify(s.messages)).not.toContain(secret);
+      expect(JSON.stringify(s.messages)).not.toContain('999999999999');
+      await sleep(100);
+      expect(s.socket.readyState).toBe(WebSocket.OPEN);
+      expect(lines.join('\n')).not.toContain(secret);
+      expect(lines.join('\n')).not.toContain('999999999999');
+      expect(lines.join('\n')).not.toContain('subscription failed');
+    },
+  );
 
   it('refuses a subscription document of more than 20 fragments before validating it', async () => {
     const s = await opened(me.token);
