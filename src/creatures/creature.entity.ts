@@ -18,6 +18,7 @@ const NAME_KEY_LENGTH = maxNameKey(MAX_CREATURE_NAME) + 24;
 @ObjectType({ description: 'A creature owned by exactly one trainer.', simpleResolvers: true })
 @Entity({ name: 'creature' })
 @Index('UQ_creature_trainer_name', ['trainerId', 'nameKey'], { unique: true })
+@Index('IX_creature_trainer_id', ['trainerId', 'id'])
 export class Creature {
   @Field(() => ID)
   @PrimaryGeneratedColumn({ type: 'bigint' })

@@ -9,6 +9,7 @@ import { RefreshReuseGrace1796000000000 } from './1796000000000-RefreshReuseGrac
 import { NameKeysWithoutSelectors1796100000000 } from './1796100000000-NameKeysWithoutSelectors';
 import { BigIds1796200000000 } from './1796200000000-BigIds';
 import { ListsByIndex1796300000000 } from './1796300000000-ListsByIndex';
+import { CreaturePagesByIndex1796400000000 } from './1796400000000-CreaturePagesByIndex';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
 export const migrations = [
@@ -23,4 +24,5 @@ export const migrations = [
   NameKeysWithoutSelectors1796100000000,
   BigIds1796200000000,
   ListsByIndex1796300000000,
+  CreaturePagesByIndex1796400000000,
 ];
