@@ -31,6 +31,9 @@ const MAX_KNOWN = 256;
  * request done again exactly as Apollo's plugins do it: the cost limit (it depends on the
  * variables), the variables' coercion, the operation name for logs and metrics.
  *
+ * A trusted document's query (TRUSTED_DOCUMENTS, by id or identical text) is answered here from
+ * its first request, from the plan compiled when the manifest was loaded.
+ *
  * Only the plain case is taken: a POST of `{ query, variables?, operationName? }` naming the
  * remembered operation, a query (never a mutation), an `Accept` Apollo answers with JSON, and an
  * answer without errors. Anything else (another key such as `extensions`, a variable that does
