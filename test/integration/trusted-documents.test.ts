@@ -300,8 +300,13 @@ describe.each(databases)('trusted documents on %s', (kind) => {
     });
 
     it('runs any document beside the manifest’s, and reports a syntax error as before', async () => {
+      const before = await metrics(devTrusted);
       const free = await post(devTrusted, { query: '{ me { nickname } }' }, dev.token);
       expect(free.body).toEqual({ data: { me: { nickname: dev.trainer.nickname } } });
+      // A text outside the manifest is parsed and validated (once: Apollo keeps it after that).
+      await post(devTrusted, { query: '{ me { nickname } }' }, dev.token);
+      const after = await metrics(devTrusted);
+      expect([after.parsed - before.parsed, after.validated - before.validated]).toEqual([1, 1]);
       const byId = await post(devTrusted, { documentId: trusted('Me').id }, dev.token);
       expect(byId.body).toEqual({ data: meAnswer(dev) });
       const syntax = await post(devTrusted, { query: '{ me { id ' }, dev.token);
