@@ -140,8 +140,10 @@ describe.each(databases)('trusted documents on %s', (kind) => {
       }
       const byGet = await get(prod, { query: '{ me { id ' });
       expect([byGet.status, code(byGet)]).toEqual([200, 'PERSISTED_QUERY_NOT_FOUND']);
+      const unknownGet = await get(prod, { documentId: `sha256:${'1'.repeat(64)}` });
+      expect([unknownGet.status, code(unknownGet)]).toEqual([200, 'PERSISTED_QUERY_NOT_FOUND']);
       const after = await metrics(prod);
-      expect(after.refused - before.refused).toBe(refused.length + 1);
+      expect(after.refused - before.refused).toBe(refused.length + 2);
       expect(after.parsed).toBe(before.parsed);
     });
 
