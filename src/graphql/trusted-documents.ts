@@ -92,7 +92,7 @@ function apqHash(extensions: unknown): unknown {
  */
 const hashOfKey = (key: string): string => key.slice(-64);
 
-/** APQ registrations kept when there is no manifest (Apollo's own default cache is about as large). */
+/** APQ registrations kept when there is no manifest: bounded, as Apollo's own default cache is. */
 const APQ_CACHE_BYTES = 16 * 2 ** 20;
 
 const notFound = (message: string) => new GraphQLError(message, { originalError: new AppError('PERSISTED_QUERY_NOT_FOUND', message) });
