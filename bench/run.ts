@@ -5,7 +5,7 @@
 // smoke run. See README.md, "Performance".
 import autocannon, { type Request as AutocannonRequest, type Result } from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -215,6 +215,32 @@ async function prepareDatabase(): Promise<{ url: string; seedSeconds: number | n
   return { url, seedSeconds };
 }
 
+const TRAINER = 'query Trainer($id: ID!) { trainer(id: $id) { id nickname firstName lastName team creaturesOwned createdAt } }';
+// The issue's nested page, as a frontend asks for it: the first page.
+const PAGE =
+  'query Page($offset: Int!) { trainers(limit: 100, offset: $offset) { items { id creaturesOwned creatures(limit: 10) { id name } } } }';
+const DEEP = 'query Deep($offset: Int!) { trainers(limit: 20, offset: $offset) { items { id nickname } } }';
+const CURSOR = 'query Walk($after: String) { trainers(limit: 20, after: $after) { items { id nickname } nextCursor } }';
+const CONTAINS = 'query Search($q: String!) { trainers(limit: 20, filter: { nicknameContains: $q }) { totalCount items { id nickname } } }';
+const END = 'query End($after: String) { trainers(limit: 1, after: $after) { nextCursor } }';
+const CREATE = 'mutation C($input: CreateCreatureInput!) { createCreature(trainerId: "1", input: $input) { id } }';
+const DELETE = 'mutation D($id: ID!) { deleteCreature(id: $id) { id } }';
+/** The id a client names a document by: the SHA-256 of its text. */
+const documentId = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
+
+/**
+ * TRUSTED_DOCUMENTS of the benchmarked service (graphql-codegen's persisted-documents.json): every
+ * document the cases send, as a frontend's manifest holds its operations. In production nothing
+ * else runs, so the cases that send text run trusted documents by their identical text, and
+ * `trainer(id)` is measured both ways: by text and by documentId.
+ */
+function writeManifest(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'registry-bench-manifest-')), 'persisted-documents.json');
+  const documents = [TRAINER, PAGE, DEEP, CURSOR, CONTAINS, END, CREATE, DELETE];
+  writeFileSync(file, `${JSON.stringify(Object.fromEntries(documents.map((text) => [documentId(text), text])), null, 2)}\n`);
+  return file;
+}
+
 interface Servers {
   service: ChildProcess;
   readonly baseline: ChildProcess;
@@ -225,8 +251,11 @@ interface Servers {
   readonly nodeFlags: string[];
 }
 
-/** The service with the Node flags of `npm start` (what is deployed), and the baseline beside it; both ready. */
-async function startServers(url: string): Promise<Servers> {
+/**
+ * The service with the Node flags of `npm start` (what is deployed), and the baseline beside it;
+ * both ready. With `trusted`, the service runs only the bench's own documents (writeManifest).
+ */
+async function startServers(url: string, trusted: boolean): Promise<Servers> {
   const servicePort = 4600 + Math.floor(Math.random() * 300);
   const baselinePort = servicePort + 1000;
   const startScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
@@ -245,6 +274,7 @@ async function startServers(url: string): Promise<Servers> {
     TRUST_PROXY: 'true',
     LOGIN_MAX_FAILURES: '1000',
     WORKERS: options.workers,
+    ...(trusted ? { TRUSTED_DOCUMENTS: writeManifest() } : {}),
   };
   const servers: Servers = {
     service: start(entry, serviceEnv, 'service'),
@@ -292,19 +322,11 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
     headers: auth,
     setupRequest: (req) => ({ ...req, body: gqlBody(query, variables()) }),
   });
-  const TRAINER = 'query Trainer($id: ID!) { trainer(id: $id) { id nickname firstName lastName team creaturesOwned createdAt } }';
-  // The issue's nested page, as a frontend asks for it: the first page.
-  const PAGE =
-    'query Page($offset: Int!) { trainers(limit: 100, offset: $offset) { items { id creaturesOwned creatures(limit: 10) { id name } } } }';
-  const DEEP = 'query Deep($offset: Int!) { trainers(limit: 20, offset: $offset) { items { id nickname } } }';
-  const CURSOR = 'query Walk($after: String) { trainers(limit: 20, after: $after) { items { id nickname } nextCursor } }';
-  const CONTAINS =
-    'query Search($q: String!) { trainers(limit: 20, filter: { nicknameContains: $q }) { totalCount items { id nickname } } }';
   // The cursor of the trainer 21st from the end: its page is the last one.
   const endCursor = await fetch(`${serviceBase}/graphql`, {
     method: 'POST',
     headers: auth,
-    body: gqlBody('query End($after: String) { trainers(limit: 1, after: $after) { nextCursor } }', {
+    body: gqlBody(END, {
       after: new CursorCodec(JWT_SECRET, 'trainers').encode(Math.max(0, n - 22)),
     }),
   })
@@ -331,6 +353,21 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
   return [
     { name: 'baseline GET /trainer/:id', target: 'baseline', requests: [get(() => `/trainer/${randomId()}`)] },
     { name: 'GraphQL trainer(id)', target: 'service', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
+    {
+      name: 'GraphQL trainer(id) by documentId',
+      target: 'service',
+      requests: [
+        {
+          method: 'POST',
+          path: '/graphql',
+          headers: auth,
+          setupRequest: (req) => ({
+            ...req,
+            body: JSON.stringify({ documentId: documentId(TRAINER), variables: { id: String(randomId()) } }),
+          }),
+        },
+      ],
+    },
     { name: 'REST GET /trainer/:id', target: 'service', requests: [get(() => `/trainer/${randomId()}`)] },
     {
       name: 'REST GET /trainer (list)',
@@ -380,7 +417,7 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
           headers: auth,
           setupRequest: (req) => ({
             ...req,
-            body: gqlBody('mutation C($input: CreateCreatureInput!) { createCreature(trainerId: "1", input: $input) { id } }', {
+            body: gqlBody(CREATE, {
               input: { name: `b${randomBytes(6).toString('hex')}`, speciesId: 1 },
             }),
           }),
@@ -394,7 +431,7 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
           headers: auth,
           setupRequest: (req, context) => ({
             ...req,
-            body: gqlBody('mutation D($id: ID!) { deleteCreature(id: $id) { id } }', { id: (context as { id?: string }).id ?? '1' }),
+            body: gqlBody(DELETE, { id: (context as { id?: string }).id ?? '1' }),
           }),
         },
       ],
@@ -653,7 +690,8 @@ async function main(): Promise<void> {
     await eventsSection(url);
     return;
   }
-  const servers = await startServers(url);
+  // The abuse section sends documents of its own: it measures a service that runs any.
+  const servers = await startServers(url, !args.abuse);
   try {
     if (args.abuse) {
       await abuseSection(servers);

@@ -12,6 +12,7 @@ import type { Config } from './config';
 import { createDataSource, type DataSourceExtras } from './db/data-source';
 import { DatabaseConnector } from './db/connector';
 import { registerGraphQL } from './graphql/plugin';
+import { documentCounters } from './graphql/trusted-documents';
 import { AppError } from './errors';
 import { limitBodyChunks, registerStrictJsonParser } from './http/json-body';
 import { schedulePurge } from './auth/session.service';
@@ -143,6 +144,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const statements = { count: 0 };
   // GraphQL queries answered without Apollo's pipeline (graphql/direct.ts).
   const directAnswers = { count: 0 };
+  // How GraphQL documents came in (by id, by trusted text, refused) and how many were parsed.
+  const documents = documentCounters();
   const dataSource = createDataSource(config.database, {
     onQuery: (sql) => {
       statements.count += 1;
@@ -170,7 +173,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
     app.setNotFoundHandler(problemNotFoundHandler);
-    registerObservability(app, dataSource, { statements, directAnswers }, config.metricsToken, services.hasher);
+    registerObservability(app, dataSource, { statements, directAnswers, documents }, config.metricsToken, services.hasher);
     registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,
@@ -188,7 +191,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // The API's own scopes wait for the database; operations, docs and the IDE pages do not.
     const requireDatabase = databaseGate(database);
     await app.register(restRoutes, { services, requireDatabase });
-    await registerGraphQL(app, config, services, requireDatabase, { sessionCheckMs: options.sessionCheckMs, directAnswers });
+    await registerGraphQL(app, config, services, requireDatabase, { sessionCheckMs: options.sessionCheckMs, directAnswers, documents });
     await app.ready();
     return app;
   } catch (error) {

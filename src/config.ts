@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -44,6 +44,13 @@ export interface Config {
   readonly maxOffset: number;
   /** Take the client address from X-Forwarded-For (behind a load balancer). */
   readonly trustProxy: boolean | number | string;
+  /** TRUSTED_DOCUMENTS: the manifest's file and its documents (SHA-256 of the text in hex -> the text). */
+  readonly trustedDocuments: TrustedDocumentsManifest | undefined;
+}
+
+export interface TrustedDocumentsManifest {
+  readonly file: string;
+  readonly documents: ReadonlyMap<string, string>;
 }
 
 export class ConfigError extends Error {
@@ -168,6 +175,7 @@ const envSchema = z.object({
     .string()
     .regex(/^(true|false|\d+|[0-9a-fA-F.:/, ]+)$/, 'must be true, false, a hop count or a list of proxy addresses')
     .optional(),
+  TRUSTED_DOCUMENTS: z.string().optional(),
 });
 
 type Env = Record<string, string | undefined>;
@@ -226,6 +234,46 @@ function parseTrustProxy(value: string | undefined): boolean | number | string {
   return /^\d+$/.test(value) ? Number(value) : value;
 }
 
+const MANIFEST_KEY = /^(?:sha256:)?([0-9a-fA-F]{64})$/;
+
+/**
+ * TRUSTED_DOCUMENTS: graphql-codegen's `persisted-documents.json` (client preset,
+ * `persistedDocuments: true`), an object of `"<sha256 hex>"` (or `"sha256:<hex>"`) -> the
+ * document's text. Each key must be the SHA-256 of its text: clients send that hash, and a key
+ * that is not the text's would let a document run under another's id. Whether the documents
+ * validate against the schema is checked where the schema is built (graphql/trusted-documents.ts).
+ */
+function loadManifest(file: string): TrustedDocumentsManifest {
+  const path = resolve(file);
+  const invalid = (reason: string) => new ConfigError(`Invalid configuration: TRUSTED_DOCUMENTS ${path} ${reason}`);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw invalid(`cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw invalid('is not JSON');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw invalid('must be a JSON object of "<sha256 hex>": "<document>"');
+  }
+  const documents = new Map<string, string>();
+  for (const [key, source] of Object.entries(parsed)) {
+    const hash = MANIFEST_KEY.exec(key)?.[1]?.toLowerCase();
+    if (hash === undefined) throw invalid(`has the key "${key.slice(0, 80)}", which is not a SHA-256 in hex (optionally "sha256:<hex>")`);
+    if (typeof source !== 'string' || source.trim() === '') throw invalid(`document ${hash}: its value must be the document's text`);
+    if (createHash('sha256').update(source).digest('hex') !== hash)
+      throw invalid(`document ${hash}: the key is not the SHA-256 of its text`);
+    documents.set(hash, source);
+  }
+  if (documents.size === 0) throw invalid('holds no documents');
+  return Object.freeze({ file: path, documents });
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const parsed = envSchema.safeParse(present(env));
   if (!parsed.success) throw new ConfigError(describe(parsed.error));
@@ -271,5 +319,6 @@ export function loadConfig(env: Env = process.env): Config {
     slowQueryMs: e.SLOW_QUERY_MS,
     maxOffset: e.MAX_OFFSET,
     workers: e.WORKERS,
+    trustedDocuments: e.TRUSTED_DOCUMENTS === undefined ? undefined : loadManifest(e.TRUSTED_DOCUMENTS),
   });
 }

@@ -4,6 +4,11 @@ export const ERROR_STATUS = {
   UNAUTHENTICATED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
+  /**
+   * A document named by id (documentId, APQ) that is not known, or one outside TRUSTED_DOCUMENTS.
+   * GraphQL only, and answered there with HTTP 200, as APQ clients expect; 404 is its REST status.
+   */
+  PERSISTED_QUERY_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   DUPLICATE_CREATURE: 409,
   TRAINER_ALREADY_EXISTS: 409,

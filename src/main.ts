@@ -98,6 +98,9 @@ function runPrimary(workers: number): void {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`Failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  // Configuration found wrong while building the app (a trusted document that does not validate) reads as any other.
+  const message =
+    error instanceof ConfigError ? error.message : `Failed to start: ${error instanceof Error ? error.message : String(error)}`;
+  process.stderr.write(`${message}\n`);
   process.exit(1);
 });

@@ -31,6 +31,9 @@ const MAX_KNOWN = 256;
  * request done again exactly as Apollo's plugins do it: the cost limit (it depends on the
  * variables), the variables' coercion, the operation name for logs and metrics.
  *
+ * A trusted document's query (TRUSTED_DOCUMENTS, by id or identical text) is answered here from
+ * its first request, from the plan compiled when the manifest was loaded.
+ *
  * Only the plain case is taken: a POST of `{ query, variables?, operationName? }` naming the
  * remembered operation, a query (never a mutation), an `Accept` Apollo answers with JSON, and an
  * answer without errors. Anything else (another key such as `extensions`, a variable that does
@@ -44,12 +47,16 @@ export class DirectQueries {
   /** Results with errors, left for Apollo to report (see ranFor). */
   private readonly failed = new WeakMap<object, { source: string; result: ExecutionResult }>();
 
-  /** @param answered counts the queries answered here (GET /metrics shows it). */
+  /**
+   * @param answered counts the queries answered here (GET /metrics shows it).
+   * @param trusted the trusted documents' plans, compiled at start: answered here from the first request.
+   */
   constructor(
     private readonly schema: GraphQLSchema,
     private readonly checkCost: ReturnType<typeof costChecker>,
     private readonly contextFor: (request: FastifyRequest) => GraphQLContext,
     private readonly answered: { count: number } = { count: 0 },
+    private readonly trusted?: { knownQuery(source: string): KnownQuery | undefined },
   ) {}
 
   /** Called by the executor when Apollo's pipeline has run `source` compiled. */
@@ -73,7 +80,7 @@ export class DirectQueries {
     if (request.method !== 'POST') return undefined;
     const body = request.body as Record<string, unknown> | null | undefined;
     if (typeof body?.query !== 'string') return undefined;
-    const query = this.known.get(body.query);
+    const query = this.trusted?.knownQuery(body.query) ?? this.known.get(body.query);
     if (!query) return undefined;
     for (const key in body) if (key !== 'query' && key !== 'variables' && key !== 'operationName') return undefined;
     const { variables, operationName } = body;

@@ -42,7 +42,7 @@ const NEVER = -1;
  *   null instead of absent, so the filter matched no one and a field's default was lost;
  * - more than one operation: one compiled query per document keeps the cache's bound a bound.
  */
-function compilable(document: DocumentNode): boolean {
+export function compilable(document: DocumentNode): boolean {
   if (document.definitions.filter((definition) => definition.kind === Kind.OPERATION_DEFINITION).length !== 1) return false;
   let safe = true;
   let literalDepth = 0;
@@ -144,6 +144,8 @@ export class CompilingExecutor {
       remember(source: string, query: KnownQuery): void;
       ranFor(request: unknown, source: string | undefined): ExecutionResult | undefined;
     },
+    /** The plans compiled at start for the trusted documents (see TrustedDocuments). */
+    private readonly precompiled?: { compiledFor(document: DocumentNode): CompiledQuery | undefined },
   ) {}
 
   readonly execute: Executor = async (requestContext) => {
@@ -172,6 +174,8 @@ export class CompilingExecutor {
 
   /** The compiled operation when this document has earned one, else undefined (run it on graphql-js). */
   private compiledFor(document: DocumentNode): CompiledQuery | undefined {
+    const trusted = this.precompiled?.compiledFor(document);
+    if (trusted) return trusted;
     const hit = this.compiled.get(document);
     if (hit) {
       // Most recently used last.

@@ -8,16 +8,11 @@ import type { GraphQLContext } from './context';
 
 /**
  * Apollo's own codes for a request the client got wrong: BAD_USER_INPUT in our catalogue, except
- * a document that fails validation, which keeps Apollo's standard GRAPHQL_VALIDATION_FAILED.
+ * a document that fails validation, which keeps Apollo's standard GRAPHQL_VALIDATION_FAILED, and
+ * an unknown persisted-query hash, whose PERSISTED_QUERY_NOT_FOUND is in the catalogue: APQ
+ * clients (Apollo Client's persisted-queries link) send the text again on that code only.
  */
-const CLIENT_ERROR_CODES = new Set([
-  'BAD_USER_INPUT',
-  'GRAPHQL_PARSE_FAILED',
-  'BAD_REQUEST',
-  'OPERATION_RESOLUTION_FAILURE',
-  'PERSISTED_QUERY_NOT_SUPPORTED',
-  'PERSISTED_QUERY_NOT_FOUND',
-]);
+const CLIENT_ERROR_CODES = new Set(['BAD_USER_INPUT', 'GRAPHQL_PARSE_FAILED', 'BAD_REQUEST', 'OPERATION_RESOLUTION_FAILURE']);
 
 const VARIABLE_ERROR =
   /^Variable "\$([\w]+)" (?:got invalid value(?: .*?)? at "([\w.[\]]+)"|got invalid value|of required type|of non-null type)/;
@@ -183,6 +178,7 @@ function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLF
     return shaped(formatted, 'METHOD_NOT_ALLOWED', formatted.message);
   }
   const code = formatted.extensions?.code;
+  if (code === 'PERSISTED_QUERY_NOT_FOUND') return shaped(formatted, code, formatted.message);
   if (code === 'GRAPHQL_VALIDATION_FAILED') {
     return shaped(formatted, code, formatted.message, literalFields(error, formatted.message));
   }

@@ -279,6 +279,8 @@ const MAX_REMEMBERED_QUERY = 4096;
 export function repeatedSelectionsGuard(): preHandlerAsyncHookHandler {
   const verdicts = new Map<string, string | null>();
   return async (request, reply) => {
+    // Checked when the manifest was loaded (TrustedDocuments).
+    if (request.trustedDocument) return;
     const source =
       request.method === 'GET' ? (request.query as Record<string, unknown>).query : (request.body as Record<string, unknown> | null)?.query;
     if (typeof source !== 'string') return;

@@ -1,6 +1,6 @@
-import { ApolloServer, type GraphQLRequestListener } from '@apollo/server';
+import { ApolloServer, HeaderMap, type GraphQLRequestListener, type HTTPGraphQLRequest } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import { fastifyApolloHandler } from '@as-integrations/fastify';
+import { Readable } from 'node:stream';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { getNamedType, GraphQLError, isIntrospectionType, OperationTypeNode, type DocumentNode, type ValidationRule } from 'graphql';
@@ -21,6 +21,7 @@ import { CompilingExecutor } from './executor';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 import { registerSubscriptions } from './subscriptions';
+import { TrustedDocuments, type DocumentCounters } from './trusted-documents';
 
 /**
  * Puts the operation name on the request, for logs and metrics, and refuses subscriptions, which
@@ -61,9 +62,14 @@ const NO_IDE_MESSAGE = `This is the GraphQL API of the creature registry. Send P
 The in-browser IDE is off on this server (GRAPHQL_SANDBOX=true turns it on; it is off by default in production).
 `;
 
-/** With the IDE off, a GET /graphql that carries no query (a browser, say) gets a line of explanation instead of Apollo's CSRF refusal. */
+/**
+ * With the IDE off, a GET /graphql that carries no document (a browser, say) gets a line of
+ * explanation instead of Apollo's CSRF refusal.
+ */
 const withoutIde = async (request: FastifyRequest, reply: FastifyReply) => {
-  if (request.method !== 'GET' || (request.query as Record<string, unknown>).query !== undefined) return;
+  if (request.method !== 'GET') return;
+  const { query, documentId, extensions } = request.query as Record<string, unknown>;
+  if (query !== undefined || documentId !== undefined || extensions !== undefined) return;
   return reply.code(400).type('text/plain; charset=utf-8').send(NO_IDE_MESSAGE);
 };
 
@@ -77,6 +83,24 @@ const shallowQueryString = async (request: FastifyRequest) => {
     }
   }
 };
+
+/**
+ * The request as Apollo takes it (what @as-integrations/fastify's handler builds), except that a
+ * GET naming a trusted document by id passes on the query string TrustedDocuments.httpHook
+ * rewrote to its text: Apollo reads a GET's parameters from the search string, not from
+ * `request.query`.
+ */
+function graphQLRequestOf(request: FastifyRequest): HTTPGraphQLRequest {
+  const headers = new HeaderMap();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  const rewritten = request.method === 'GET' && request.trustedDocument !== null;
+  const search = rewritten
+    ? `?${new URLSearchParams(request.query as Record<string, string>).toString()}`
+    : new URL(request.url, `${request.protocol}://${request.hostname}/`).search;
+  return { body: request.body, method: request.method.toUpperCase(), headers, search };
+}
 
 /**
  * Apollo's cache of parsed, validated documents, sized by what an entry really holds. Apollo's
@@ -96,10 +120,18 @@ export async function registerGraphQL(
   config: Config,
   services: Services,
   requireDatabase: onRequestAsyncHookHandler,
-  options: { sessionCheckMs?: number; directAnswers?: { count: number } } = {},
+  options: { sessionCheckMs?: number; directAnswers?: { count: number }; documents?: DocumentCounters } = {},
 ): Promise<void> {
   const schema = await buildGraphQLSchema();
   const checkCost = costChecker(schema);
+  const validationRules = [...limitRules(), ...(config.graphqlIntrospection ? [] : [noIntrospection])];
+  // Parses, validates and compiles the manifest's documents now: a bad one stops start-up here.
+  const trusted = new TrustedDocuments(
+    schema,
+    config.trustedDocuments,
+    { isProduction: config.isProduction, validationRules },
+    options.documents,
+  );
   const contextFor = (request: FastifyRequest): GraphQLContext => ({
     services,
     loaders: new Loaders(services, request.auth),
@@ -110,13 +142,17 @@ export async function registerGraphQL(
     clientIp: request.ip,
   });
   // Queries Apollo has run compiled are answered again without its pipeline (see DirectQueries).
-  const direct = new DirectQueries(schema, checkCost, contextFor, options.directAnswers);
+  const direct = new DirectQueries(schema, checkCost, contextFor, options.directAnswers, trusted);
   const apollo = new ApolloServer<GraphQLContext>({
     // Apollo parses, validates and formats; graphql-jit executes (see CompilingExecutor).
-    gateway: new CompilingExecutor(schema, direct).gateway(),
-    validationRules: [...limitRules(), ...(config.graphqlIntrospection ? [] : [noIntrospection])],
+    gateway: new CompilingExecutor(schema, direct, trusted).gateway(),
+    validationRules,
     parseOptions: { maxTokens: LIMITS.tokens },
-    documentStore: documentStore(),
+    // The trusted documents, parsed and validated at start, are found there and never parsed again.
+    documentStore: trusted.documentStore(documentStore()),
+    // APQ registers documents only when there is no manifest (the trusted documents are looked up
+    // before Apollo, by TrustedDocuments.httpHook).
+    persistedQueries: { cache: trusted.apqCache() },
     // Validation stops at the 10th error: a document of a hundred mistakes (unused variables,
     // unknown fields) cost 15-20 ms of CPU building, wrapping and formatting each one.
     validationOptions: { maxErrors: LIMITS.validationErrors },
@@ -132,6 +168,7 @@ export async function registerGraphQL(
     plugins: [
       { requestDidStart: async () => OPERATION_NAME_HOOKS },
       costLimitPlugin(checkCost),
+      trusted.countingPlugin(),
       // The schema has no @cacheControl hints and every answer depends on the caller's token: the
       // default plugin would only wrap every field's resolution to compute `no-store` hints.
       ApolloServerPluginCacheControlDisabled(),
@@ -141,7 +178,7 @@ export async function registerGraphQL(
   });
   await apollo.start();
   app.addHook('onClose', async () => apollo.stop());
-  registerSubscriptions(app, config, services, schema, options);
+  registerSubscriptions(app, config, services, schema, trusted, options);
 
   if (config.sandbox) registerIdeRoutes(app);
   // /graphql in a scope of its own: errors raised before Apollo has the request answer in
@@ -157,15 +194,26 @@ export async function registerGraphQL(
       'onRequest',
       attachRequestAuth((authorization, onKnown) => services.auth.forRequest(authorization, onKnown)),
     );
+    scope.decorateRequest('trustedDocument', null);
+    // Which documents may run is decided first, before any step parses the text.
+    scope.addHook('preHandler', trusted.httpHook());
     scope.addHook('preHandler', repeatedSelectionsGuard());
     methodNotAllowed(scope, '/graphql', ['GET', 'POST', 'OPTIONS']);
-    const apolloHandler = fastifyApolloHandler(apollo, { context: async (request) => contextFor(request) });
+    const apolloHandler = async (request: FastifyRequest, reply: FastifyReply) => {
+      const { headers, body, status } = await apollo.executeHTTPGraphQLRequest({
+        httpGraphQLRequest: graphQLRequestOf(request),
+        context: async () => contextFor(request),
+      });
+      for (const [name, value] of headers) void reply.header(name, value);
+      void reply.code(status ?? 200);
+      return body.kind === 'complete' ? body.string : reply.send(Readable.from(body.asyncIterator));
+    };
     scope.route<{ Reply: string }>({
       method: ['GET', 'POST', 'OPTIONS'],
       url: '/graphql',
       handler: async (request, reply) => {
         const answer = await direct.answer(request, (type) => void reply.type(type));
-        return answer ?? apolloHandler.call(scope, request, reply);
+        return answer ?? apolloHandler(request, reply);
       },
     });
   });

@@ -28,6 +28,7 @@ import type { GraphQLContext, TrackedQueue } from './context';
 import { createFormatError } from './format-error';
 import { costChecker, LIMITS, limitRules, repeatedSelections } from './limits';
 import { Loaders } from './loaders';
+import type { TrustedDocuments } from './trusted-documents';
 
 /** The contract's WebSocket limits. */
 export const WS_LIMITS = {
@@ -125,6 +126,7 @@ export function registerSubscriptions(
   config: Config,
   services: Services,
   schema: GraphQLSchema,
+  trusted: TrustedDocuments,
   { sessionCheckMs = WS_LIMITS.sessionCheckMs }: { sessionCheckMs?: number } = {},
 ): void {
   const formatError = createFormatError(config);
@@ -196,7 +198,9 @@ export function registerSubscriptions(
       checked = { errors: [new GraphQLError(repeated, { extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } })] };
     } else {
       try {
+        trusted.counters.parsed += 1;
         const document = parse(query, { maxTokens: LIMITS.tokens });
+        trusted.counters.validated += 1;
         const invalid = validate(schema, document, rules, { maxErrors: LIMITS.validationErrors });
         checked =
           invalid.length > 0
@@ -289,9 +293,21 @@ export function registerSubscriptions(
         }
         const ended = await sessionEnded(connection);
         if (ended) return [ended];
-        const checked = checkDocument(payload.query);
-        if ('errors' in checked) return checked.errors;
-        const { document } = checked;
+        // The same rule as over HTTP, before the text is parsed: a trusted document (by id or
+        // identical text) comes parsed and validated; in production with a manifest, no other runs.
+        const admission = trusted.admit({
+          query: payload.query,
+          documentId: (payload as { documentId?: unknown }).documentId,
+          extensions: payload.extensions,
+        });
+        if (admission.kind === 'refused') return [admission.error];
+        let document: DocumentNode;
+        if (admission.kind === 'trusted') document = admission.document.document;
+        else {
+          const checked = checkDocument(payload.query);
+          if ('errors' in checked) return checked.errors;
+          document = checked.document;
+        }
         const operation = getOperationAST(document, payload.operationName);
         if (operation?.operation !== OperationTypeNode.SUBSCRIPTION) {
           return [

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';
 import { isMysql } from '../db/data-source';
+import type { DocumentCounters } from '../graphql/trusted-documents';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,7 +36,11 @@ interface PoolLike {
 export function registerObservability(
   app: FastifyInstance,
   dataSource: DataSource,
-  { statements, directAnswers }: { statements: { count: number }; directAnswers: { count: number } },
+  {
+    statements,
+    directAnswers,
+    documents,
+  }: { statements: { count: number }; directAnswers: { count: number }; documents: DocumentCounters },
   metricsToken: string | undefined,
   hasher?: Pick<PasswordHasher, 'load'>,
 ): void {
@@ -97,6 +102,29 @@ export function registerObservability(
     collect() {
       this.reset();
       this.inc(directAnswers.count);
+    },
+  });
+  new Counter({
+    name: 'graphql_documents_total',
+    help: 'GraphQL documents by how they came: a trusted document by id or by its text, refused (PERSISTED_QUERY_NOT_FOUND)',
+    labelNames: ['how'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ how: 'id' }, documents.byId);
+      this.inc({ how: 'text' }, documents.byText);
+      this.inc({ how: 'refused' }, documents.refused);
+    },
+  });
+  new Counter({
+    name: 'graphql_documents_parsed_total',
+    help: 'GraphQL documents parsed (and validated) for a request: neither a trusted document nor a text already in the document cache is',
+    labelNames: ['step'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ step: 'parse' }, documents.parsed);
+      this.inc({ step: 'validate' }, documents.validated);
     },
   });
 

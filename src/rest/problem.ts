@@ -12,6 +12,7 @@ const TITLES: Record<ErrorCode, string> = {
   UNAUTHENTICATED: 'Unauthenticated',
   FORBIDDEN: 'Forbidden',
   NOT_FOUND: 'Not found',
+  PERSISTED_QUERY_NOT_FOUND: 'Persisted document not found',
   METHOD_NOT_ALLOWED: 'Method not allowed',
   DUPLICATE_CREATURE: 'Duplicate creature',
   TRAINER_ALREADY_EXISTS: 'Trainer already exists',

@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -20,6 +21,25 @@ describe('starting the service with bad configuration', () => {
     const result = start({ PORT: 'abc' });
     expect(result.status).toBe(1);
     expect(result.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^Invalid configuration: PORT /)]);
+  });
+
+  it('exits 1 with one line naming the manifest and the document when a trusted document does not validate', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'registry-manifest-'));
+    const file = join(dir, 'persisted-documents.json');
+    const bad = 'query Bad { trainer(id: "1") { secret } }';
+    const hash = createHash('sha256').update(bad).digest('hex');
+    writeFileSync(file, JSON.stringify({ [`sha256:${hash}`]: bad }));
+    const result = start({
+      NODE_ENV: 'production',
+      JWT_SECRET: 'm'.repeat(40),
+      DATABASE_URL: `sqlite:${join(dir, 'r.sqlite')}`,
+      TRUSTED_DOCUMENTS: file,
+      LOG_LEVEL: 'silent',
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr.trim().split('\n')).toEqual([
+      `Invalid configuration: TRUSTED_DOCUMENTS ${file} document ${hash} does not validate against the schema: Cannot query field "secret" on type "Trainer".`,
+    ]);
   });
 
   it('exits 1 in production without JWT_SECRET', () => {

@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, parseDuration } from '../../src/config';
@@ -114,6 +115,49 @@ describe('loadConfig', () => {
     expect(prod).toMatchObject({ graphqlIntrospection: false, sandbox: false, isProduction: true });
     const forced = loadConfig({ DATABASE_URL: sqlite(), NODE_ENV: 'production', JWT_SECRET: SECRET, GRAPHQL_INTROSPECTION: 'true' });
     expect(forced.graphqlIntrospection).toBe(true);
+  });
+
+  describe('TRUSTED_DOCUMENTS', () => {
+    const text = 'query Me { me { id } }';
+    const hash = createHash('sha256').update(text).digest('hex');
+    const manifest = (content: string) => {
+      const file = join(dir, `manifest-${Math.random().toString(36).slice(2)}.json`);
+      writeFileSync(file, content);
+      return file;
+    };
+    const load = (file: string) => () => loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET, TRUSTED_DOCUMENTS: file });
+
+    it("reads graphql-codegen's manifest, keys with or without sha256:", () => {
+      const other = 'query Other { me { nickname } }';
+      const otherHash = createHash('sha256').update(other).digest('hex');
+      const file = manifest(JSON.stringify({ [`sha256:${hash}`]: text, [otherHash.toUpperCase()]: other }));
+      const config = loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET, TRUSTED_DOCUMENTS: file });
+      expect(config.trustedDocuments?.file).toBe(file);
+      expect([...(config.trustedDocuments?.documents ?? [])]).toEqual([
+        [hash, text],
+        [otherHash, other],
+      ]);
+      expect(loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET }).trustedDocuments).toBeUndefined();
+    });
+
+    it.each([
+      ['a missing file', () => join(dir, 'nowhere.json'), /cannot be read \(ENOENT\)$/],
+      ['a file that is not JSON', () => manifest('{ "a": '), /is not JSON$/],
+      ['an array', () => manifest('[]'), /must be a JSON object/],
+      ['an empty manifest', () => manifest('{}'), /holds no documents$/],
+      ['a key that is no SHA-256', () => manifest(JSON.stringify({ Me: text })), /has the key "Me", which is not a SHA-256/],
+      ['a value that is no text', () => manifest(JSON.stringify({ [hash]: 5 })), new RegExp(`document ${hash}: its value must be`)],
+      [
+        "a key that is not its text's SHA-256",
+        () => manifest(JSON.stringify({ [hash]: `${text} ` })),
+        new RegExp(`document ${hash}: the key is not the SHA-256 of its text$`),
+      ],
+    ])('fails start-up on %s, naming the file', (_what, file, reason) => {
+      const path = file();
+      expect(load(path)).toThrow(ConfigError);
+      expect(load(path)).toThrow(`Invalid configuration: TRUSTED_DOCUMENTS ${path} `);
+      expect(load(path)).toThrow(reason);
+    });
   });
 
   it('generates a development secret once in the data folder and reuses it', () => {

@@ -1,0 +1,300 @@
+import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
+import { InMemoryLRUCache, type KeyValueCache } from '@apollo/utils.keyvaluecache';
+import type { preHandlerAsyncHookHandler } from 'fastify';
+import {
+  getOperationAST,
+  GraphQLError,
+  OperationTypeNode,
+  parse,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type GraphQLSchema,
+  type ValidationRule,
+} from 'graphql';
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import { ConfigError, type TrustedDocumentsManifest } from '../config';
+import { AppError } from '../errors';
+import type { KnownQuery } from './direct';
+import { compilable } from './executor';
+import { LIMITS, repeatedSelections } from './limits';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The trusted document this /graphql request runs, once the document gate has admitted it by id or by text. */
+    trustedDocument: TrustedDocument | null;
+  }
+}
+
+/** A document of the TRUSTED_DOCUMENTS manifest: parsed, validated and compiled once, at start. */
+export interface TrustedDocument {
+  /** The SHA-256 of its text, in lowercase hex. */
+  readonly id: string;
+  readonly source: string;
+  readonly document: DocumentNode;
+  /** Compiled by graphql-jit when it answers the document as graphql-js does (see compilable) and it is not a subscription. */
+  readonly compiled: CompiledQuery | undefined;
+  /** What the direct path needs to answer it, when it is one compiled query (see DirectQueries). */
+  readonly known: KnownQuery | undefined;
+}
+
+/** How a request names its document: by text (`query`), by `documentId`, or by Apollo's APQ extension. */
+export interface DocumentRequest {
+  readonly query?: unknown;
+  readonly documentId?: unknown;
+  readonly extensions?: unknown;
+}
+
+/**
+ * What the gate decides about a request's document:
+ * - `trusted`: a manifest document, named by id or by its identical text; it runs as parsed,
+ *   validated and compiled at start;
+ * - `open`: not a trusted document, and this server runs others (development, or no manifest):
+ *   the route goes on as before (parse, limits, validation; Apollo's own APQ);
+ * - `refused`: PERSISTED_QUERY_NOT_FOUND, decided before anything parses the text.
+ */
+export type Admission =
+  | { readonly kind: 'trusted'; readonly document: TrustedDocument }
+  | { readonly kind: 'open' }
+  | { readonly kind: 'refused'; readonly error: GraphQLError };
+
+/** Counted for GET /metrics: how documents came in, and how many texts were parsed and validated. */
+export interface DocumentCounters {
+  byId: number;
+  byText: number;
+  refused: number;
+  /** Documents parsed per request (Apollo's parse over HTTP, the WebSocket transport's own). */
+  parsed: number;
+  /** Documents validated per request. */
+  validated: number;
+}
+
+export function documentCounters(): DocumentCounters {
+  return { byId: 0, byText: 0, refused: 0, parsed: 0, validated: 0 };
+}
+
+const HASH = /^(?:sha256:)?([0-9a-fA-F]{64})$/;
+
+/** The id as the manifest keys it (lowercase hex), from `sha256:<hex>` or `<hex>`; undefined when it is no SHA-256. */
+function normalizedId(id: unknown): string | undefined {
+  return typeof id === 'string' ? HASH.exec(id)?.[1]?.toLowerCase() : undefined;
+}
+
+function apqHash(extensions: unknown): unknown {
+  if (typeof extensions !== 'object' || extensions === null) return undefined;
+  const persisted: unknown = (extensions as { persistedQuery?: unknown }).persistedQuery;
+  return typeof persisted === 'object' && persisted !== null ? (persisted as { sha256Hash?: unknown }).sha256Hash : undefined;
+}
+
+/**
+ * Apollo's keys for its document store and APQ cache end with the document's SHA-256 (after a
+ * prefix of its own: the schema's hash, `apq:`); a key of another shape only misses.
+ */
+const hashOfKey = (key: string): string => key.slice(-64);
+
+/** APQ registrations kept when there is no manifest: bounded, as Apollo's own default cache is. */
+const APQ_CACHE_BYTES = 16 * 2 ** 20;
+
+const notFound = (message: string) => new GraphQLError(message, { originalError: new AppError('PERSISTED_QUERY_NOT_FOUND', message) });
+const UNKNOWN_ID = 'PersistedQueryNotFound: no document with this id is known here';
+const NOT_TRUSTED =
+  'PersistedQueryNotFound: only the trusted documents of this server run here (TRUSTED_DOCUMENTS); send one by its documentId or its exact text';
+
+/**
+ * The one rule on which GraphQL documents run, asked before anything parses a request's text by
+ * every route a document can take: Apollo over HTTP (POST and GET, through `httpHook`), the
+ * direct path (which sees the request after the hook), and graphql-ws subscriptions (`admit`).
+ *
+ * With TRUSTED_DOCUMENTS, the manifest's documents are parsed, validated with the request limits
+ * and compiled here once, at start (a document that does not validate stops start-up, named by
+ * its hash). A request names one by `documentId` (`sha256:<hex>` or `<hex>`), by Apollo's APQ
+ * extension or by its identical text, and runs without being parsed or validated again: Apollo
+ * finds it in its document store (`documentStore`), graphql-jit's plan is the one compiled here
+ * (`compiledFor`), and the direct path answers it from that plan. In production any other
+ * document is refused with PERSISTED_QUERY_NOT_FOUND before it is parsed; in development it runs
+ * as before. With a manifest, APQ cannot add documents; without one, APQ registers them as
+ * Apollo does (`apqCache`), and a `documentId` names no document.
+ */
+export class TrustedDocuments {
+  private readonly byId = new Map<string, TrustedDocument>();
+  private readonly bySource = new Map<string, TrustedDocument>();
+  private readonly compiled = new Map<DocumentNode, CompiledQuery>();
+  private readonly registered = new InMemoryLRUCache<string>({ maxSize: APQ_CACHE_BYTES, sizeCalculation: (text) => 2 * text.length });
+  /** Only the manifest's documents run (production with a manifest). */
+  private readonly enforce: boolean;
+
+  /**
+   * @param validationRules the rules Apollo validates requests with, besides graphql-js's own.
+   * @throws ConfigError naming the manifest and the document's hash when a document does not parse or validate.
+   */
+  constructor(
+    schema: GraphQLSchema,
+    private readonly manifest: TrustedDocumentsManifest | undefined,
+    { isProduction, validationRules }: { isProduction: boolean; validationRules: readonly ValidationRule[] },
+    readonly counters: DocumentCounters = documentCounters(),
+  ) {
+    this.enforce = isProduction && manifest !== undefined;
+    for (const [id, source] of manifest?.documents ?? []) {
+      const trusted = this.prepare(schema, id, source, validationRules);
+      this.byId.set(id, trusted);
+      this.bySource.set(source, trusted);
+      if (trusted.compiled) this.compiled.set(trusted.document, trusted.compiled);
+    }
+  }
+
+  private prepare(schema: GraphQLSchema, id: string, source: string, rules: readonly ValidationRule[]): TrustedDocument {
+    const refuse = (reason: string) =>
+      new ConfigError(`Invalid configuration: TRUSTED_DOCUMENTS ${this.manifest?.file} document ${id} ${reason.slice(0, 500)}`);
+    if (source.length > LIMITS.queryLength) throw refuse(`is longer than ${LIMITS.queryLength} characters`);
+    const repeated = repeatedSelections(source);
+    if (repeated) throw refuse(`breaks a request limit: ${repeated}`);
+    let document: DocumentNode;
+    try {
+      document = parse(source, { maxTokens: LIMITS.tokens });
+    } catch (error) {
+      throw refuse(`does not parse: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    const errors = validate(schema, document, [...specifiedRules, ...rules], { maxErrors: LIMITS.validationErrors });
+    if (errors.length > 0) {
+      // graphql-armor's limit messages come as "Syntax Error: ...", which they are not.
+      const reasons = errors.map((error) => error.message.replace(/^Syntax Error: /, ''));
+      throw refuse(`does not validate against the schema: ${reasons.join('; ')}`);
+    }
+    const operation = getOperationAST(document);
+    let compiled: CompiledQuery | undefined;
+    if (operation && operation.operation !== OperationTypeNode.SUBSCRIPTION && compilable(document)) {
+      const result = compileQuery(schema, document);
+      if (isCompiledQuery(result)) compiled = result;
+    }
+    const known =
+      compiled && operation?.operation === OperationTypeNode.QUERY
+        ? { document, operation, operationName: operation.name?.value ?? null, compiled }
+        : undefined;
+    return Object.freeze({ id, source, document, compiled, known });
+  }
+
+  /** The rule itself: which document a request runs, or why it is refused; never parses. */
+  admit(request: DocumentRequest): Admission {
+    const query = typeof request.query === 'string' && request.query !== '' ? request.query : undefined;
+    const byDocumentId = request.documentId !== undefined && request.documentId !== null;
+    const id = byDocumentId ? request.documentId : apqHash(request.extensions);
+    if (id !== undefined && id !== null) {
+      const hash = normalizedId(id);
+      const trusted = hash === undefined ? undefined : this.byId.get(hash);
+      if (trusted && (query === undefined || query === trusted.source)) {
+        this.counters.byId += 1;
+        return { kind: 'trusted', document: trusted };
+      }
+      // A documentId names a manifest document or nothing. An APQ hash that is not in the
+      // manifest is Apollo's to look up or register when there is no manifest; with one, only
+      // a text sent along may still run (in development), and it is not registered (apqCache).
+      if (byDocumentId || (this.manifest && (query === undefined || this.enforce))) return this.refuse(UNKNOWN_ID);
+      return { kind: 'open' };
+    }
+    if (query !== undefined) {
+      const trusted = this.bySource.get(query);
+      if (trusted) {
+        this.counters.byText += 1;
+        return { kind: 'trusted', document: trusted };
+      }
+      if (this.enforce) return this.refuse(NOT_TRUSTED);
+    }
+    // No document at all (or not a string): the route answers it as it always has (BAD_USER_INPUT).
+    return { kind: 'open' };
+  }
+
+  private refuse(message: string): Admission {
+    this.counters.refused += 1;
+    return { kind: 'refused', error: notFound(message) };
+  }
+
+  /** The plan compiled at start for a manifest document (the executor asks before compiling one itself). */
+  compiledFor(document: DocumentNode): CompiledQuery | undefined {
+    return this.compiled.get(document);
+  }
+
+  /** The direct path's plan for a request whose text is a manifest query's. */
+  knownQuery(source: string): KnownQuery | undefined {
+    return this.bySource.get(source)?.known;
+  }
+
+  /** Apollo's document store: the manifest's documents first (never evicted), then `others`. */
+  documentStore(others: KeyValueCache<DocumentNode>): KeyValueCache<DocumentNode> {
+    return {
+      get: async (key) => this.byId.get(hashOfKey(key))?.document ?? others.get(key),
+      set: async (key, value, options) => {
+        if (!this.byId.has(hashOfKey(key))) await others.set(key, value, options);
+      },
+      delete: async (key) => others.delete(key),
+    };
+  }
+
+  /** Apollo's APQ cache: registrations are kept only when there is no manifest. */
+  apqCache(): KeyValueCache<string> {
+    return {
+      get: async (key) => (this.manifest ? undefined : this.registered.get(key)),
+      set: async (key, value, options) => {
+        if (!this.manifest) await this.registered.set(key, value, options);
+      },
+      delete: async (key) => this.registered.delete(key),
+    };
+  }
+
+  /** Counts the documents Apollo parses and validates (it skips both for a document its store holds). */
+  countingPlugin(): ApolloServerPlugin {
+    const hooks: GraphQLRequestListener<Record<string, unknown>> = {
+      parsingDidStart: async () => void (this.counters.parsed += 1),
+      validationDidStart: async () => void (this.counters.validated += 1),
+    };
+    return { requestDidStart: async () => hooks };
+  }
+
+  /**
+   * The /graphql preHandler: runs before anything parses the text (the repeated-selections guard,
+   * Apollo, the direct path). A trusted document named by id reaches them as its text, with
+   * `request.trustedDocument` set; a refused one is answered here, with HTTP 200 as APQ clients
+   * expect.
+   */
+  httpHook(): preHandlerAsyncHookHandler {
+    return async (request, reply) => {
+      const isGet = request.method === 'GET';
+      if (!isGet && request.method !== 'POST') return;
+      const params = (isGet ? request.query : request.body) as Record<string, unknown> | null | undefined;
+      if (typeof params !== 'object' || params === null || Array.isArray(params)) return;
+      const extensions = isGet ? jsonParam(params.extensions) : params.extensions;
+      const admission = this.admit({ query: params.query, documentId: params.documentId, extensions });
+      if (admission.kind === 'refused') {
+        return reply
+          .code(200)
+          .type('application/json; charset=utf-8')
+          .send({ errors: [{ message: admission.error.message, extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] });
+      }
+      if (admission.kind !== 'trusted') return;
+      request.trustedDocument = admission.document;
+      if (params.query === admission.document.source && params.documentId === undefined && apqHash(extensions) === undefined) return;
+      // Named by id: Apollo and the direct path get the text, which Apollo's document store maps to
+      // the document parsed at start; the APQ extension goes, so nothing tries to register it.
+      const { documentId: _id, query: _query, extensions: _extensions, ...rest } = params;
+      const kept = withoutPersistedQuery(extensions);
+      const rewritten: Record<string, unknown> = { ...rest, query: admission.document.source };
+      if (kept !== undefined) rewritten.extensions = isGet ? JSON.stringify(kept) : kept;
+      if (isGet) request.query = rewritten;
+      else request.body = rewritten;
+    };
+  }
+}
+
+function jsonParam(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function withoutPersistedQuery(extensions: unknown): Record<string, unknown> | undefined {
+  if (typeof extensions !== 'object' || extensions === null || Array.isArray(extensions)) return undefined;
+  const { persistedQuery: _persisted, ...rest } = extensions as Record<string, unknown>;
+  return Object.keys(rest).length > 0 ? rest : undefined;
+}
