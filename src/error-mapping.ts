@@ -1,10 +1,10 @@
 import type { FastifyBaseLogger, FastifyError } from 'fastify';
 import { isDatabaseUnavailable } from './db/errors';
 import { AppError } from './errors';
-import { validationFields } from './rest/validation';
 
 /*
  * Anything thrown anywhere, as a catalogue error: both transports' error writers start here.
+ * What only one transport raises (a REST route's schema validation) is mapped by that transport.
  */
 
 /** Turns anything thrown (body parsing, routing, services, resolvers) into a catalogue error. */
@@ -14,10 +14,6 @@ export function toAppError(error: unknown): AppError {
     return new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; try again shortly');
   }
   const fastifyError = error as Partial<FastifyError>;
-  if (fastifyError.validation) {
-    const fields = validationFields(fastifyError.validation);
-    return new AppError('BAD_USER_INPUT', `Invalid input: ${fields.map((f) => `${f.field} ${f.message}`).join('; ')}`, fields);
-  }
   // The client hung up while sending its body: nobody is left to answer, and nothing is wrong here.
   if (fastifyError.code === 'ECONNRESET' || fastifyError.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
     return new AppError('BAD_USER_INPUT', 'The request body was not received whole');

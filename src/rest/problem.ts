@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { logIfUnexpected, toAppError } from '../error-mapping';
+import { validationFields } from './validation';
 import { AppError, ERROR_STATUS, type ErrorCode } from '../errors';
 
 /*
@@ -48,9 +49,15 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
     });
 }
 
+/** A request that failed its route's JSON schema: BAD_USER_INPUT naming each field and its rule. */
+function invalidInput(validation: NonNullable<FastifyError['validation']>): AppError {
+  const fields = validationFields(validation);
+  return new AppError('BAD_USER_INPUT', `Invalid input: ${fields.map((f) => `${f.field} ${f.message}`).join('; ')}`, fields);
+}
+
 /** The app's error handler outside GraphQL's scope. */
 export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const appError = toAppError(error);
+  const appError = error.validation ? invalidInput(error.validation) : toAppError(error);
   logIfUnexpected(request.log, error, appError);
   return sendProblem(request, reply, appError);
 }
