@@ -561,11 +561,21 @@ async function measureMemory(trainerCase: CaseSpec, servers: Servers): Promise<P
   return { memory: afterCases, soak, soakPeakMb: memory(servers.service.pid!).peakMb };
 }
 
+/**
+ * A full run's summary is also written as `latest<suffix>.md` (the only files of bench/results/
+ * that git tracks: the README's Performance section quotes them); quick runs leave them alone.
+ */
+function writeLatest(suffix: string, markdown: string): void {
+  if (!quick) writeFileSync(join(options.out, `latest${suffix}.md`), markdown);
+}
+
 function writeReport(report: Report): void {
   const stamp = report.when.replace(/[:.]/g, '-');
   writeFileSync(join(options.out, `${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(options.out, `${stamp}.md`), renderMarkdown(report, `${stamp}.svg`));
   writeFileSync(join(options.out, `${stamp}.svg`), renderChart(report));
+  if (!quick) writeFileSync(join(options.out, 'latest.svg'), renderChart(report));
+  writeLatest('', renderMarkdown(report, 'latest.svg'));
   process.stdout.write(`${renderTable(report)}\n`);
   log(`wrote ${join(options.out, `${stamp}.{json,md,svg}`)}`);
 }
@@ -594,6 +604,7 @@ async function abuseSection(servers: Servers): Promise<void> {
     `${JSON.stringify({ when, machine, mode: quick ? 'quick (SQLite)' : 'full (MySQL)', options: { ...options, out: undefined }, rows }, null, 2)}\n`,
   );
   writeFileSync(join(options.out, `${stamp}.md`), `# Abuse section, ${when}\n\n${machine}\n\n${table}\n`);
+  writeLatest('-abuse', `# Abuse section, ${when}\n\n${machine}\n\n${table}\n`);
   process.stdout.write(`${table}\n`);
   log(`wrote ${join(options.out, `${stamp}.{json,md}`)}`);
 }
@@ -643,6 +654,7 @@ async function eventsSection(url: string): Promise<void> {
     const table = renderEvents(report);
     writeFileSync(join(options.out, `${stamp}.json`), `${JSON.stringify({ when, machine, report }, null, 2)}\n`);
     writeFileSync(join(options.out, `${stamp}.md`), `# Live events, ${when}\n\n${machine}\n\n${table}\n`);
+    writeLatest('-events', `# Live events, ${when}\n\n${machine}\n\n${table}\n`);
     process.stdout.write(`${table}\n`);
     log(`wrote ${join(options.out, `${stamp}.{json,md}`)}`);
   } finally {
@@ -675,6 +687,7 @@ async function scaleSection(): Promise<void> {
     `${JSON.stringify({ when, machine, sizes, duration: options.duration, rows }, null, 2)}\n`,
   );
   writeFileSync(join(options.out, `${stamp}.md`), `# Scale section, ${when}\n\n${machine}\n\n${table}\n`);
+  writeLatest('-scale', `# Scale section, ${when}\n\n${machine}\n\n${table}\n`);
   process.stdout.write(`${table}\n`);
   log(`wrote ${join(options.out, `${stamp}.{json,md}`)}`);
 }
