@@ -17,12 +17,15 @@ import { SessionQueries } from './auth/session.queries';
 import { SessionService } from './auth/session.service';
 import { SessionEndings } from './auth/session-endings';
 import { CreatureEventBus } from './events/event-bus';
+import { AccountService } from './trainers/account.service';
 
 /** The service layer both transports call. Built once per app; no module-level state. */
 export interface Services {
   readonly trainers: TrainerService;
   readonly creatures: CreatureService;
   readonly auth: AuthService;
+  /** A signed-in trainer's own account: profile changes, password changes, deletion. */
+  readonly accounts: AccountService;
   readonly sessions: SessionService;
   /** Sessions that end (logout, replay, cap): what is open on their behalf closes at once. */
   readonly sessionEndings: SessionEndings;
@@ -59,5 +62,6 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     sessionEndings,
   );
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
-  return { trainers, creatures, auth, sessions, sessionEndings, events, hasher };
+  const accounts = new AccountService(trainerQueries, hasher, throttle, sessionEndings, events);
+  return { trainers, creatures, auth, accounts, sessions, sessionEndings, events, hasher };
 }

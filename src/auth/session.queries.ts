@@ -38,6 +38,15 @@ export function parseLiveSessions(value: string | Buffer | null | undefined): nu
     .map((id) => Number(id));
 }
 
+/**
+ * The statement that ends a trainer's sessions inside another write's transaction (a password
+ * change, which keeps `except`, the caller's; a deletion, which keeps none).
+ */
+export const endSessionsStatement = (trainerId: number, except?: number): { sql: string; params: unknown[] } =>
+  except === undefined
+    ? { sql: 'DELETE FROM trainer_session WHERE trainer_id = ?', params: [trainerId] }
+    : { sql: 'DELETE FROM trainer_session WHERE trainer_id = ? AND id <> ?', params: [trainerId, except] };
+
 export class SessionQueries {
   constructor(private readonly sql: Sql) {}
 

@@ -53,3 +53,51 @@ export function fromMessage(message: CreatureEventMessage): CreatureEvent {
   const creature = Object.assign(new Creature(), message.creature, { createdAt: new Date(message.creature.createdAt) });
   return Object.assign(new CreatureEvent(), { kind: message.kind, creature, at: new Date(message.at), sequence: message.seq });
 }
+
+/**
+ * A deleted trainer's creatures, as DELETED events numbered one after the other from `seq`: one
+ * message carries up to a chunk of them (a trainer with many creatures takes several), and
+ * `last` says that the trainer's events end with it (its subscriptions then complete). A trainer
+ * without creatures gets one, empty and last.
+ */
+export interface DeletionMessage {
+  readonly kind: 'TRAINER_DELETED';
+  readonly trainerId: number;
+  readonly seq: number;
+  readonly creatures: readonly CreatureEventMessage['creature'][];
+  readonly at: string;
+  readonly last: boolean;
+}
+
+/** What travels on a trainer's stream of events, in this process and between instances. */
+export type BusMessage = CreatureEventMessage | DeletionMessage;
+
+export const isDeletion = (message: BusMessage): message is DeletionMessage => message.kind === 'TRAINER_DELETED';
+
+/** Creatures per DeletionMessage: a Redis message of a few hundred KiB. */
+const DELETION_CHUNK = 1000;
+
+/** The messages of a trainer's deletion: its creatures (oldest first) numbered after `lastSeq`, its last event's number. */
+export function deletionMessages(trainerId: number, lastSeq: number, creatures: readonly Creature[], at = new Date()): DeletionMessage[] {
+  const when = at.toISOString();
+  const messages: DeletionMessage[] = [];
+  for (let start = 0; start === 0 || start < creatures.length; start += DELETION_CHUNK) {
+    const chunk = creatures
+      .slice(start, start + DELETION_CHUNK)
+      .map((creature) => toMessage(CreatureEventKind.DELETED, creature, 0).creature);
+    messages.push({
+      kind: 'TRAINER_DELETED',
+      trainerId,
+      seq: lastSeq + 1 + start,
+      creatures: chunk,
+      at: when,
+      last: start + DELETION_CHUNK >= creatures.length,
+    });
+  }
+  return messages;
+}
+
+/** The DELETED events a DeletionMessage stands for, in order. */
+export function deletedEvents(message: DeletionMessage): CreatureEventMessage[] {
+  return message.creatures.map((creature, i) => ({ kind: CreatureEventKind.DELETED, creature, at: message.at, seq: message.seq + i }));
+}
