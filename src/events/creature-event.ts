@@ -1,5 +1,7 @@
 import { Field, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { Creature } from '../creatures/creature.entity';
+import type { Team } from '../trainers/team';
+import { Trainer } from '../trainers/trainer.entity';
 
 export enum CreatureEventKind {
   CREATED = 'CREATED',
@@ -41,6 +43,18 @@ export interface CreatureEventMessage {
   readonly at: string;
   /** The trainer's event number (trainer.event_seq), given in the write's transaction. */
   readonly seq: number;
+  /** For the DELETED events of a deleted trainer: the trainer as it was (there is no row to read it from any more). */
+  readonly trainer?: DeletedTrainer;
+}
+
+/** A deleted trainer's public profile as it was, for its creatures' last events (no email: nothing private outlives it). */
+export interface DeletedTrainer {
+  readonly id: number;
+  readonly nickname: string;
+  readonly firstName: string;
+  readonly lastName: string;
+  readonly team: Team;
+  readonly createdAt: string;
 }
 
 export function toMessage(kind: CreatureEventKind, creature: Creature, seq: number, at = new Date()): CreatureEventMessage {
@@ -51,6 +65,9 @@ export function toMessage(kind: CreatureEventKind, creature: Creature, seq: numb
 /** A message as the GraphQL type: a Creature entity (its `trainer` field resolves through the loaders). */
 export function fromMessage(message: CreatureEventMessage): CreatureEvent {
   const creature = Object.assign(new Creature(), message.creature, { createdAt: new Date(message.creature.createdAt) });
+  if (message.trainer) {
+    creature.trainer = Object.assign(new Trainer(), message.trainer, { createdAt: new Date(message.trainer.createdAt), creaturesOwned: 0 });
+  }
   return Object.assign(new CreatureEvent(), { kind: message.kind, creature, at: new Date(message.at), sequence: message.seq });
 }
 
@@ -64,6 +81,7 @@ export interface DeletionMessage {
   readonly kind: 'TRAINER_DELETED';
   readonly trainerId: number;
   readonly seq: number;
+  readonly trainer: DeletedTrainer;
   readonly creatures: readonly CreatureEventMessage['creature'][];
   readonly at: string;
   readonly last: boolean;
@@ -78,7 +96,9 @@ export const isDeletion = (message: BusMessage): message is DeletionMessage => m
 const DELETION_CHUNK = 1000;
 
 /** The messages of a trainer's deletion: its creatures (oldest first) numbered after `lastSeq`, its last event's number. */
-export function deletionMessages(trainerId: number, lastSeq: number, creatures: readonly Creature[], at = new Date()): DeletionMessage[] {
+export function deletionMessages(trainer: Trainer, lastSeq: number, creatures: readonly Creature[], at = new Date()): DeletionMessage[] {
+  const { id: trainerId, nickname, firstName, lastName, team } = trainer;
+  const profile: DeletedTrainer = { id: trainerId, nickname, firstName, lastName, team, createdAt: trainer.createdAt.toISOString() };
   const when = at.toISOString();
   const messages: DeletionMessage[] = [];
   for (let start = 0; start === 0 || start < creatures.length; start += DELETION_CHUNK) {
@@ -89,6 +109,7 @@ export function deletionMessages(trainerId: number, lastSeq: number, creatures: 
       kind: 'TRAINER_DELETED',
       trainerId,
       seq: lastSeq + 1 + start,
+      trainer: profile,
       creatures: chunk,
       at: when,
       last: start + DELETION_CHUNK >= creatures.length,
@@ -99,5 +120,11 @@ export function deletionMessages(trainerId: number, lastSeq: number, creatures: 
 
 /** The DELETED events a DeletionMessage stands for, in order. */
 export function deletedEvents(message: DeletionMessage): CreatureEventMessage[] {
-  return message.creatures.map((creature, i) => ({ kind: CreatureEventKind.DELETED, creature, at: message.at, seq: message.seq + i }));
+  return message.creatures.map((creature, i) => ({
+    kind: CreatureEventKind.DELETED,
+    creature,
+    at: message.at,
+    seq: message.seq + i,
+    trainer: message.trainer,
+  }));
 }

@@ -3,6 +3,12 @@ import type { RedisEventRelay } from './redis-relay';
 
 /** Events waiting for one subscriber before it counts as too slow and is dropped. */
 const MAX_QUEUED_EVENTS = 256;
+/**
+ * Items a queue hands out one after the other before it lets the event loop turn: a reader takes
+ * queued items without waiting for I/O, so a long run of them (a deleted trainer's DELETED
+ * events, each executed as GraphQL) would otherwise hold every other request of the process.
+ */
+const ITEMS_PER_TURN = 32;
 /** How long a new subscription waits for Redis to confirm it follows the trainer's channel. */
 const FOLLOW_WAIT_MS = 1000;
 
@@ -17,6 +23,8 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
   private ended = false;
   /** No more items will come: the queue ends once those it holds are taken. */
   private closing = false;
+  /** Items handed out since the event loop last turned for this queue. */
+  private inARow = 0;
 
   constructor(
     private readonly onEnd: () => void,
@@ -46,13 +54,13 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
   }
 
   /**
-   * The last items of the queue, after which it ends: a deleted trainer's DELETED events. They
-   * are not held to `max`: there are as many as the trainer had creatures, no more will come,
-   * and the items are shared by every subscriber of this process (paced out by `pace`).
+   * Items of a deleted trainer's DELETED events, and with `last` the end of the queue once they
+   * are taken. They are not held to `max`: there are as many as the trainer had creatures, no
+   * more will come, and the items are shared by every subscriber of this process (and handed out
+   * at the pace of the reader's socket, see `pace`).
    */
-  finish(items: readonly T[]): void {
+  pushFinal(items: readonly T[], last: boolean): void {
     if (this.ended || this.closing) return;
-    this.closing = true;
     let rest = items;
     if (this.waiting && rest.length > 0) {
       const resolve = this.waiting;
@@ -61,12 +69,19 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
       rest = rest.slice(1);
     }
     for (const item of rest) this.items.push(item);
-    if (this.items.length === 0 && !this.waiting) return;
-    if (this.items.length === 0) this.end();
+    if (!last) return;
+    this.closing = true;
+    // Someone waits and nothing is left for it: the end is its answer.
+    if (this.items.length === 0 && this.waiting) this.end();
   }
 
   async next(): Promise<IteratorResult<T>> {
     if (this.items.length > 0) {
+      this.inARow += 1;
+      if (this.inARow >= ITEMS_PER_TURN) {
+        this.inARow = 0;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
       const wait = this.pace();
       if (wait) await wait;
       // Returned (the socket closed) while waiting.
@@ -74,6 +89,7 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
       const value = this.items.shift()!;
       return { value, done: false };
     }
+    this.inARow = 0;
     if (this.ended) return { value: undefined, done: true };
     if (this.closing) {
       this.end();
@@ -106,8 +122,11 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
   }
 }
 
-/** Receives events in order; `end`: the trainer's events end with these (it was deleted). */
-type Listener = (events: readonly CreatureEventMessage[], end: boolean) => void;
+/**
+ * Receives events in order: one of a write, or (`deletion`) a run of a deleted trainer's DELETED
+ * events, `end` with the last of them.
+ */
+type Listener = (events: readonly CreatureEventMessage[], deletion: boolean, end: boolean) => void;
 
 /** How long a trainer's later events wait for a missing earlier one before it counts as lost. */
 const GAP_WAIT_MS = 1000;
@@ -221,8 +240,8 @@ export class CreatureEventBus {
       this.streams.set(trainerId, stream);
     }
     const joined = stream;
-    const listener: Listener = (events, end) => {
-      if (end) queue.finish(events);
+    const listener: Listener = (events, deletion, end) => {
+      if (deletion) queue.pushFinal(events, end);
       else for (const event of events) queue.push(event);
     };
     const queue: EventQueue<CreatureEventMessage> = new EventQueue(
@@ -277,8 +296,9 @@ export class CreatureEventBus {
       const events = isDeletion(message) ? deletedEvents(message) : [message];
       stream.next += events.length;
       moved = true;
-      const end = isDeletion(message) && message.last;
-      for (const listener of [...stream.listeners]) listener(events, end);
+      const deletion = isDeletion(message);
+      const end = isDeletion(message) ? message.last : false;
+      for (const listener of [...stream.listeners]) listener(events, deletion, end);
       if (end) break;
     }
     if (moved || stream.held.size === 0) {

@@ -44,7 +44,9 @@ export class RedisEventRelay {
       if (envelope?.origin === this.origin || typeof event !== 'object' || event === null) return;
       if (!Number.isSafeInteger(event.seq)) return;
       if (event.kind === 'TRAINER_DELETED') {
-        if (!Number.isSafeInteger(event.trainerId) || !Array.isArray(event.creatures) || typeof event.last !== 'boolean') return;
+        const { trainerId, creatures, last, trainer } = event;
+        if (!Number.isSafeInteger(trainerId) || !Array.isArray(creatures) || typeof last !== 'boolean') return;
+        if (typeof trainer !== 'object' || trainer === null || trainer.id !== trainerId) return;
       } else if (typeof event.creature !== 'object' || event.creature === null || typeof event.creature.trainerId !== 'number') return;
       try {
         this.deliver(event);

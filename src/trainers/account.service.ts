@@ -142,7 +142,7 @@ export class AccountService {
     // As a creature write: while it runs, a gap in the trainer's event numbers may still fill.
     const deleted = await this.events.during(trainerId, async () => {
       const removed = await this.queries.deleteAccount(trainerId);
-      if (removed) this.events.publishDeletion(deletionMessages(trainerId, removed.lastSeq, removed.creatures));
+      if (removed) this.events.publishDeletion(deletionMessages(removed.trainer, removed.lastSeq, removed.creatures));
       return removed;
     });
     if (deleted) this.endings.publish({ trainerId });

@@ -163,6 +163,8 @@ export interface TrainerChangeRow {
 
 /** What a trainer's deletion removed: its creatures as they were, and its last creature event's number. */
 export interface DeletedAccount {
+  /** The trainer as it was. */
+  readonly trainer: Trainer;
   readonly creatures: Creature[];
   readonly lastSeq: number;
   readonly sessions: number;
@@ -304,7 +306,7 @@ export class TrainerQueries {
     const creatures = creaturesOfDeletedTrainer(id);
     const [locked, read, , sessions, , , deleted] = await this.sql.batch(
       [
-        { sql: `SELECT event_seq AS seq FROM trainer WHERE id = ?${isMysql ? ' FOR UPDATE' : ''}`, params: [id] },
+        { sql: `SELECT ${COLUMNS}, t.event_seq AS seq FROM trainer t WHERE t.id = ?${isMysql ? ' FOR UPDATE' : ''}`, params: [id] },
         creatures.read,
         creatures.remove,
         endSessionsStatement(id),
@@ -317,9 +319,9 @@ export class TrainerQueries {
       ],
       { readCommitted: true },
     );
-    const seq = (locked.rows[0] as { seq: number | string } | undefined)?.seq;
-    if (seq === undefined || deleted.affected === 0) return null;
-    return { creatures: creaturesRead(read.rows), lastSeq: sqlInt(seq), sessions: sessions.affected };
+    const row = locked.rows[0] as (TrainerRow & { seq: number | string }) | undefined;
+    if (!row || deleted.affected === 0) return null;
+    return { trainer: toTrainer(row), creatures: creaturesRead(read.rows), lastSeq: sqlInt(row.seq), sessions: sessions.affected };
   }
 
   /**
