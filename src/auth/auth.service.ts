@@ -1,4 +1,5 @@
 import { matches, PASSWORD_PATTERN } from '../common/rules';
+import { isForeignKeyViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerService } from '../trainers/trainer.service';
@@ -46,7 +47,15 @@ export class AuthService {
     const trainer = credentials && correct && matches(PASSWORD_PATTERN, password) ? await this.trainers.findById(credentials.id) : null;
     if (!trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
     await this.throttle.succeeded(email, clientIp);
-    return this.answer(trainer, await this.sessions.open(trainer.id));
+    let session: SessionTokens;
+    try {
+      session = await this.sessions.open(trainer.id);
+    } catch (error) {
+      // Deleted (deleteMe) between the password check and the session's insert.
+      if (isForeignKeyViolation(error)) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
+      throw error;
+    }
+    return this.answer(trainer, session);
   }
 
   /**
