@@ -281,6 +281,25 @@ describe.each(databases)('accounts on %s', (kind) => {
     socket.socket.terminate();
   }, 60_000);
 
+  it('refuses a flood of wrong current passwords before hashing them, while another trainer logs in', async () => {
+    const [victim, bystander] = [await createTrainer(t.app), await createTrainer(t.app)];
+    const api = restDriver(t.app);
+    const flood = Array.from({ length: 40 }, (_, i) =>
+      api.changePassword(victim.token, String(victim.trainer.id), `wrong-guess-${i}`, 'x-new-password'),
+    );
+    const begun = performance.now();
+    const login = await api.authenticate(bystander.email, TEST_PASSWORD);
+    const loginMs = performance.now() - begun;
+    const answers = await Promise.all(flood);
+    expect(login.ok).toBe(true);
+    // LOGIN_MAX_FAILURES (5) are checked (each one hash); the 35 others are refused before any hash.
+    expect(answers.map((a) => (a.ok ? 'ok' : a.code)).sort()).toEqual([
+      ...Array<string>(5).fill('BAD_USER_INPUT'),
+      ...Array<string>(35).fill('RATE_LIMITED'),
+    ]);
+    expect(loginMs).toBeLessThan(5000);
+  });
+
   it('closes the sockets of the sessions a password change ends (4401) and keeps the caller’s', async () => {
     const me = await createTrainer(t.app);
     const caller = await signIn(t.app, me.trainer.id);
