@@ -1,5 +1,4 @@
 import { matches, PASSWORD_PATTERN } from '../common/rules';
-import { isForeignKeyViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerService } from '../trainers/trainer.service';
@@ -45,16 +44,10 @@ export class AuthService {
     // No stored password has control characters; without this check scrypt would take
     // "secret\0" for "secret" (its HMAC pads keys with zero bytes).
     const trainer = credentials && correct && matches(PASSWORD_PATTERN, password) ? await this.trainers.findById(credentials.id) : null;
-    if (!trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
+    if (!credentials || !trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
     await this.throttle.succeeded(email, clientIp);
-    let session: SessionTokens;
-    try {
-      session = await this.sessions.open(trainer.id);
-    } catch (error) {
-      // Deleted (deleteMe) between the password check and the session's insert.
-      if (isForeignKeyViolation(error)) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
-      throw error;
-    }
+    // Only if the password it was checked against is still the trainer's (see SessionQueries.insert).
+    const session = await this.sessions.open(trainer.id, { passwordHash: credentials.passwordHash });
     return this.answer(trainer, session);
   }
 

@@ -300,6 +300,29 @@ describe.each(databases)('accounts on %s', (kind) => {
     expect(loginMs).toBeLessThan(5000);
   });
 
+  it('leaves no session open from logins with the old password that race a password change', async () => {
+    const me = await createTrainer(t.app);
+    const caller = await signIn(t.app, me.trainer.id);
+    const api = restDriver(t.app);
+    const [stored] = await t.app.dataSource.query<{ h: string }[]>('SELECT password_hash AS h FROM trainer WHERE id = ?', [me.trainer.id]);
+    // Three: with the change, four attempts counted up front, within LOGIN_MAX_FAILURES (5).
+    const logins = Array.from({ length: 3 }, () => api.authenticate(me.email, TEST_PASSWORD));
+    const change = await api.changePassword(caller.token, String(me.trainer.id), TEST_PASSWORD, 'x-new-password');
+    expect(change.ok).toBe(true);
+    for (const login of await Promise.all(logins)) {
+      if (login.ok)
+        expect(await api.getTrainer(login.value.token, String(me.trainer.id))).toMatchObject({ ok: false, code: 'UNAUTHENTICATED' });
+      else expect(login.code).toBe('UNAUTHENTICATED');
+    }
+    // A login whose password was checked against the old hash opens no session once it changed.
+    await expect(t.app.services.sessions.open(me.trainer.id, { passwordHash: stored.h })).rejects.toMatchObject({
+      code: 'UNAUTHENTICATED',
+    });
+    expect(await t.app.dataSource.query('SELECT id FROM trainer_session WHERE trainer_id = ?', [me.trainer.id])).toEqual([
+      { id: caller.sessionId },
+    ]);
+  });
+
   it('closes the sockets of the sessions a password change ends (4401) and keeps the caller’s', async () => {
     const me = await createTrainer(t.app);
     const caller = await signIn(t.app, me.trainer.id);
