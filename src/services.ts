@@ -18,6 +18,7 @@ import { SessionQueries } from './auth/session.queries';
 import { SessionService } from './auth/session.service';
 import { SessionEndings } from './auth/session-endings';
 import { CreatureEventBus } from './events/event-bus';
+import { AccountService } from './trainers/account.service';
 
 /** The service layer both transports call. Built once per app; no module-level state. */
 export interface Services {
@@ -26,6 +27,8 @@ export interface Services {
   readonly lists: TrainerLists;
   readonly creatures: CreatureService;
   readonly auth: AuthService;
+  /** A signed-in trainer's own account: profile changes, password changes, deletion. */
+  readonly accounts: AccountService;
   readonly sessions: SessionService;
   /** Sessions that end (logout, replay, cap): what is open on their behalf closes at once. */
   readonly sessionEndings: SessionEndings;
@@ -70,5 +73,6 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     sessionEndings,
   );
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
-  return { trainers, lists, creatures, auth, sessions, sessionEndings, events, hasher };
+  const accounts = new AccountService(trainerQueries, lists, hasher, throttle, sessionEndings, events);
+  return { trainers, lists, creatures, auth, accounts, sessions, sessionEndings, events, hasher };
 }

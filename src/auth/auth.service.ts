@@ -44,9 +44,11 @@ export class AuthService {
     // No stored password has control characters; without this check scrypt would take
     // "secret\0" for "secret" (its HMAC pads keys with zero bytes).
     const trainer = credentials && correct && matches(PASSWORD_PATTERN, password) ? await this.trainers.findById(credentials.id) : null;
-    if (!trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
+    if (!credentials || !trainer) throw new AppError('UNAUTHENTICATED', WRONG_CREDENTIALS);
     await this.throttle.succeeded(email, clientIp);
-    return this.answer(trainer, await this.sessions.open(trainer.id));
+    // Only if the password it was checked against is still the trainer's (see SessionQueries.insert).
+    const session = await this.sessions.open(trainer.id, { passwordHash: credentials.passwordHash });
+    return this.answer(trainer, session);
   }
 
   /**

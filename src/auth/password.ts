@@ -65,6 +65,15 @@ export class PasswordHasher {
     return this.hashIn('registration', password);
   }
 
+  /**
+   * The same, for a signed-in trainer's new password (changePassword): in the login queue, as
+   * the check of its current password just before it, so that a password change waits and is
+   * refused as logins are, never ahead of them.
+   */
+  hashForSignedIn(password: string): Promise<string> {
+    return this.hashIn('login', password);
+  }
+
   /** Checks a password against its stored hash (the login queue). */
   async verify(password: string, stored: string): Promise<boolean> {
     const parts = stored.split('$');

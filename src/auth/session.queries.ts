@@ -38,16 +38,44 @@ export function parseLiveSessions(value: string | Buffer | null | undefined): nu
     .map((id) => Number(id));
 }
 
+/**
+ * The statement that ends a trainer's sessions inside another write's transaction (a password
+ * change, which keeps `except`, the caller's; a deletion, which keeps none).
+ */
+export const endSessionsStatement = (trainerId: number, except?: number): { sql: string; params: unknown[] } =>
+  except === undefined
+    ? { sql: 'DELETE FROM trainer_session WHERE trainer_id = ?', params: [trainerId] }
+    : { sql: 'DELETE FROM trainer_session WHERE trainer_id = ? AND id <> ?', params: [trainerId, except] };
+
 export class SessionQueries {
   constructor(private readonly sql: Sql) {}
 
-  /** Opens a session and returns its id. */
-  async insert(trainerId: number, familyHash: string, tokenHash: string, createdAt: Date, expiresAt: Date): Promise<number> {
-    const { insertId } = await this.sql.write(
-      'INSERT INTO trainer_session (trainer_id, family_hash, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
-      [trainerId, familyHash, tokenHash, this.sql.date(createdAt), this.sql.date(expiresAt)],
+  /**
+   * Opens a session and returns its id. With `passwordHash` (a login), only while the trainer
+   * still exists with that password hash (null otherwise): a login whose password was checked
+   * just before a password change or a deletion committed opens no session after it.
+   */
+  async insert(
+    trainerId: number,
+    familyHash: string,
+    tokenHash: string,
+    createdAt: Date,
+    expiresAt: Date,
+    passwordHash?: string,
+  ): Promise<number | null> {
+    const values = [trainerId, familyHash, tokenHash, this.sql.date(createdAt), this.sql.date(expiresAt)];
+    if (passwordHash === undefined) {
+      const { insertId } = await this.sql.write(
+        'INSERT INTO trainer_session (trainer_id, family_hash, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
+        values,
+      );
+      return insertId;
+    }
+    const { affected, insertId } = await this.sql.write(
+      'INSERT INTO trainer_session (trainer_id, family_hash, token_hash, created_at, expires_at) SELECT ?, ?, ?, ?, ? FROM trainer WHERE id = ? AND password_hash = ?',
+      [...values, trainerId, passwordHash],
     );
-    return insertId;
+    return affected === 0 ? null : insertId;
   }
 
   async byFamily(familyHash: string): Promise<SessionRow | null> {

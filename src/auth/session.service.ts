@@ -64,12 +64,17 @@ export class SessionService {
     this.successorKey = createHmac('sha256', serverSecret).update('refresh-token:successor').digest();
   }
 
-  /** Opens a session for a trainer who has just proved who it is, and ends its oldest beyond the cap. */
-  async open(trainerId: number, now = new Date()): Promise<SessionTokens> {
+  /**
+   * Opens a session for a trainer who has just proved who it is, and ends its oldest beyond the
+   * cap. With `passwordHash` (the hash its password was checked against), UNAUTHENTICATED when
+   * the trainer has changed its password or been deleted since.
+   */
+  async open(trainerId: number, { now = new Date(), passwordHash }: { now?: Date; passwordHash?: string } = {}): Promise<SessionTokens> {
     const family = random(FAMILY_BYTES);
     const secret = random(SECRET_BYTES);
     const refreshExpiresAt = this.expiry(now);
-    const sessionId = await this.queries.insert(trainerId, hashOf(family), hashOf(secret), now, refreshExpiresAt);
+    const sessionId = await this.queries.insert(trainerId, hashOf(family), hashOf(secret), now, refreshExpiresAt, passwordHash);
+    if (sessionId === null) throw new AppError('UNAUTHENTICATED', 'Wrong email or password');
     const upTo = await this.queries.keepNewest(trainerId, MAX_SESSIONS_PER_TRAINER);
     if (upTo !== undefined) this.endings?.publish({ trainerId, upTo });
     return { sessionId, trainerId, refreshToken: `${family}.${secret}`, refreshExpiresAt };

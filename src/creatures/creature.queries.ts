@@ -1,4 +1,4 @@
-import { placeholders, sqlDate, sqlInt, type Sql } from '../db/sql';
+import { placeholders, sqlDate, sqlInt, type BatchStatement, type Sql } from '../db/sql';
 import { eventSeqOf, nextEventSeqStatements } from '../trainers/trainer.queries';
 import { Creature } from './creature.entity';
 
@@ -60,6 +60,21 @@ function toCreature(row: Partial<CreatureRow>): Creature {
   if (row.createdAt !== undefined) creature.createdAt = sqlDate(row.createdAt);
   return creature;
 }
+
+/**
+ * The statements of a trainer's deletion (see TrainerQueries.deleteAccount) about its creatures:
+ * read them all (for their DELETED events), oldest first, then delete them, by the trainer's own
+ * index range only.
+ */
+export function creaturesOfDeletedTrainer(trainerId: number): { read: BatchStatement; remove: BatchStatement } {
+  return {
+    read: { sql: `SELECT ${COLUMNS} FROM creature WHERE trainer_id = ? ORDER BY id`, params: [trainerId] },
+    remove: { sql: 'DELETE FROM creature WHERE trainer_id = ?', params: [trainerId] },
+  };
+}
+
+/** The creatures a creaturesOfDeletedTrainer read gave. */
+export const creaturesRead = (rows: readonly unknown[]): Creature[] => (rows as CreatureRow[]).map(toCreature);
 
 export class CreatureQueries {
   constructor(private readonly sql: Sql) {}

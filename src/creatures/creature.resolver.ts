@@ -41,6 +41,8 @@ export class CreatureResolver {
 
   @FieldResolver(() => Trainer)
   async trainer(@Root() creature: Creature, @Ctx() ctx: GraphQLContext): Promise<Trainer> {
+    // A deleted trainer's last events carry it as it was.
+    if (creature.trainer) return creature.trainer;
     const trainer = await ctx.loaders.trainer(creature.trainerId);
     if (!trainer) throw new AppError('NOT_FOUND', `Trainer ${creature.trainerId} no longer exists`);
     return trainer;

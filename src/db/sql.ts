@@ -113,14 +113,18 @@ export class Sql {
    * are held for the time the server needs, not for several round trips. SQLite: BEGIN
    * IMMEDIATE and the statements one after another, while every other statement of this process
    * waits (one connection: a statement issued meanwhile would land inside the transaction).
+   *
+   * `readCommitted` (MySQL) runs the transaction at READ COMMITTED: its statements lock the rows
+   * they change and no gaps between index entries, so a long one (a trainer deleted with its
+   * creatures) does not hold back inserts of other trainers' rows that fall next to them.
    */
-  async batch(statements: readonly BatchStatement[]): Promise<BatchResult[]> {
+  async batch(statements: readonly BatchStatement[], { readCommitted = false } = {}): Promise<BatchResult[]> {
     const pool = this.pool();
     if (!pool) return this.sqliteBatch(statements);
     // A deadlock rolls the whole transaction back, so it is safe to run again (twice at most).
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.mysqlBatch(pool, statements);
+        return await this.mysqlBatch(pool, statements, readCommitted);
       } catch (error) {
         if ((error as { code?: string }).code !== 'ER_LOCK_DEADLOCK' || attempt === 3) throw error;
       }
@@ -182,13 +186,15 @@ export class Sql {
     }
   }
 
-  private async mysqlBatch(pool: Pool, statements: readonly BatchStatement[]): Promise<BatchResult[]> {
+  private async mysqlBatch(pool: Pool, statements: readonly BatchStatement[], readCommitted: boolean): Promise<BatchResult[]> {
     const connection = await new Promise<PoolConnection>((resolve, reject) =>
       pool.getConnection((error, got) => (error ? reject(unavailableAsAppError(error)) : resolve(got))),
     );
     const logger = this.dataSource.logger;
     for (const { sql } of statements) logger.logQuery(sql);
-    const text = ['START TRANSACTION', ...statements.map((s) => s.sql), 'COMMIT'].join(';\n');
+    // SET TRANSACTION applies to the next transaction only: the connection goes back to the pool as it was.
+    const opening = readCommitted ? ['SET TRANSACTION ISOLATION LEVEL READ COMMITTED', 'START TRANSACTION'] : ['START TRANSACTION'];
+    const text = [...opening, ...statements.map((s) => s.sql), 'COMMIT'].join(';\n');
     const started = performance.now();
     try {
       const results = await new Promise<unknown[]>((resolve, reject) =>
@@ -198,7 +204,7 @@ export class Sql {
       );
       connection.release();
       return results
-        .slice(1, -1)
+        .slice(opening.length, -1)
         .map((result) =>
           Array.isArray(result)
             ? { rows: result, affected: result.length, insertId: 0 }

@@ -1,5 +1,7 @@
 import { Field, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { Creature } from '../creatures/creature.entity';
+import type { Team } from '../trainers/team';
+import { Trainer } from '../trainers/trainer.entity';
 
 export enum CreatureEventKind {
   CREATED = 'CREATED',
@@ -41,6 +43,18 @@ export interface CreatureEventMessage {
   readonly at: string;
   /** The trainer's event number (trainer.event_seq), given in the write's transaction. */
   readonly seq: number;
+  /** For the DELETED events of a deleted trainer: the trainer as it was (there is no row to read it from any more). */
+  readonly trainer?: DeletedTrainer;
+}
+
+/** A deleted trainer's public profile as it was, for its creatures' last events (no email: nothing private outlives it). */
+export interface DeletedTrainer {
+  readonly id: number;
+  readonly nickname: string;
+  readonly firstName: string;
+  readonly lastName: string;
+  readonly team: Team;
+  readonly createdAt: string;
 }
 
 export function toMessage(kind: CreatureEventKind, creature: Creature, seq: number, at = new Date()): CreatureEventMessage {
@@ -51,5 +65,66 @@ export function toMessage(kind: CreatureEventKind, creature: Creature, seq: numb
 /** A message as the GraphQL type: a Creature entity (its `trainer` field resolves through the loaders). */
 export function fromMessage(message: CreatureEventMessage): CreatureEvent {
   const creature = Object.assign(new Creature(), message.creature, { createdAt: new Date(message.creature.createdAt) });
+  if (message.trainer) {
+    creature.trainer = Object.assign(new Trainer(), message.trainer, { createdAt: new Date(message.trainer.createdAt), creaturesOwned: 0 });
+  }
   return Object.assign(new CreatureEvent(), { kind: message.kind, creature, at: new Date(message.at), sequence: message.seq });
+}
+
+/**
+ * A deleted trainer's creatures, as DELETED events numbered one after the other from `seq`: one
+ * message carries up to a chunk of them (a trainer with many creatures takes several), and
+ * `last` says that the trainer's events end with it (its subscriptions then complete). A trainer
+ * without creatures gets one, empty and last.
+ */
+export interface DeletionMessage {
+  readonly kind: 'TRAINER_DELETED';
+  readonly trainerId: number;
+  readonly seq: number;
+  readonly trainer: DeletedTrainer;
+  readonly creatures: readonly CreatureEventMessage['creature'][];
+  readonly at: string;
+  readonly last: boolean;
+}
+
+/** What travels on a trainer's stream of events, in this process and between instances. */
+export type BusMessage = CreatureEventMessage | DeletionMessage;
+
+export const isDeletion = (message: BusMessage): message is DeletionMessage => message.kind === 'TRAINER_DELETED';
+
+/** Creatures per DeletionMessage: a Redis message of a few hundred KiB. */
+const DELETION_CHUNK = 1000;
+
+/** The messages of a trainer's deletion: its creatures (oldest first) numbered after `lastSeq`, its last event's number. */
+export function deletionMessages(trainer: Trainer, lastSeq: number, creatures: readonly Creature[], at = new Date()): DeletionMessage[] {
+  const { id: trainerId, nickname, firstName, lastName, team } = trainer;
+  const profile: DeletedTrainer = { id: trainerId, nickname, firstName, lastName, team, createdAt: trainer.createdAt.toISOString() };
+  const when = at.toISOString();
+  const messages: DeletionMessage[] = [];
+  for (let start = 0; start === 0 || start < creatures.length; start += DELETION_CHUNK) {
+    const chunk = creatures
+      .slice(start, start + DELETION_CHUNK)
+      .map((creature) => toMessage(CreatureEventKind.DELETED, creature, 0).creature);
+    messages.push({
+      kind: 'TRAINER_DELETED',
+      trainerId,
+      seq: lastSeq + 1 + start,
+      trainer: profile,
+      creatures: chunk,
+      at: when,
+      last: start + DELETION_CHUNK >= creatures.length,
+    });
+  }
+  return messages;
+}
+
+/** The DELETED events a DeletionMessage stands for, in order. */
+export function deletedEvents(message: DeletionMessage): CreatureEventMessage[] {
+  return message.creatures.map((creature, i) => ({
+    kind: CreatureEventKind.DELETED,
+    creature,
+    at: message.at,
+    seq: message.seq + i,
+    trainer: message.trainer,
+  }));
 }

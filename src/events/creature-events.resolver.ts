@@ -25,7 +25,11 @@ async function subscribeToCreatureEvents({ args, context }: SubscribeResolverDat
     ]);
   }
   if (!(await context.services.trainers.exists(trainerId))) throw new AppError('NOT_FOUND', `No trainer with id ${trainerId}`);
-  const queue = await context.services.events.subscribe(trainerId, () => context.connection?.drop('Too slow: events piled up unread'));
+  const queue = await context.services.events.subscribe(
+    trainerId,
+    () => context.connection?.drop('Too slow: events piled up unread'),
+    () => context.connection?.writable(),
+  );
   if (!queue) throw new AppError('NOT_FOUND', `No trainer with id ${trainerId}`);
   context.connection?.track(queue);
   return queue;

@@ -1,8 +1,14 @@
-import type { CreatureEventMessage } from './creature-event';
+import { deletedEvents, isDeletion, type BusMessage, type CreatureEventMessage } from './creature-event';
 import type { RedisEventRelay } from './redis-relay';
 
 /** Events waiting for one subscriber before it counts as too slow and is dropped. */
 const MAX_QUEUED_EVENTS = 256;
+/**
+ * Items a queue hands out one after the other before it lets the event loop turn: a reader takes
+ * queued items without waiting for I/O, so a long run of them (a deleted trainer's DELETED
+ * events, each executed as GraphQL) would otherwise hold every other request of the process.
+ */
+const ITEMS_PER_TURN = 32;
 /** How long a new subscription waits for Redis to confirm it follows the trainer's channel. */
 const FOLLOW_WAIT_MS = 1000;
 
@@ -15,15 +21,24 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
   private readonly items: T[] = [];
   private waiting: ((result: IteratorResult<T>) => void) | undefined;
   private ended = false;
+  /** No more items will come: the queue ends once those it holds are taken. */
+  private closing = false;
+  /** Items handed out since the event loop last turned for this queue. */
+  private inARow = 0;
 
   constructor(
     private readonly onEnd: () => void,
     private readonly onOverflow: () => void = () => undefined,
     private readonly max = MAX_QUEUED_EVENTS,
+    /**
+     * Asked before each item is handed out: a promise while the reader's connection has too
+     * much unsent (the item waits here instead of in the socket's buffer), else undefined.
+     */
+    private readonly pace: () => Promise<void> | undefined = () => undefined,
   ) {}
 
   push(item: T): void {
-    if (this.ended) return;
+    if (this.ended || this.closing) return;
     if (this.waiting) {
       const resolve = this.waiting;
       this.waiting = undefined;
@@ -38,9 +53,48 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
     this.items.push(item);
   }
 
-  next(): Promise<IteratorResult<T>> {
-    if (this.items.length > 0) return Promise.resolve({ value: this.items.shift()!, done: false });
-    if (this.ended) return Promise.resolve({ value: undefined, done: true });
+  /**
+   * Items of a deleted trainer's DELETED events, and with `last` the end of the queue once they
+   * are taken. They are not held to `max`: there are as many as the trainer had creatures, no
+   * more will come, and the items are shared by every subscriber of this process (and handed out
+   * at the pace of the reader's socket, see `pace`).
+   */
+  pushFinal(items: readonly T[], last: boolean): void {
+    if (this.ended || this.closing) return;
+    let rest = items;
+    if (this.waiting && rest.length > 0) {
+      const resolve = this.waiting;
+      this.waiting = undefined;
+      resolve({ value: rest[0], done: false });
+      rest = rest.slice(1);
+    }
+    for (const item of rest) this.items.push(item);
+    if (!last) return;
+    this.closing = true;
+    // Someone waits and nothing is left for it: the end is its answer.
+    if (this.items.length === 0 && this.waiting) this.end();
+  }
+
+  async next(): Promise<IteratorResult<T>> {
+    if (this.items.length > 0) {
+      this.inARow += 1;
+      if (this.inARow >= ITEMS_PER_TURN) {
+        this.inARow = 0;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const wait = this.pace();
+      if (wait) await wait;
+      // Returned (the socket closed) while waiting.
+      if (this.ended) return { value: undefined, done: true };
+      const value = this.items.shift()!;
+      return { value, done: false };
+    }
+    this.inARow = 0;
+    if (this.ended) return { value: undefined, done: true };
+    if (this.closing) {
+      this.end();
+      return { value: undefined, done: true };
+    }
     return new Promise((resolve) => (this.waiting = resolve));
   }
 
@@ -68,7 +122,11 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
   }
 }
 
-type Listener = (message: CreatureEventMessage) => void;
+/**
+ * Receives events in order: one of a write, or (`deletion`) a run of a deleted trainer's DELETED
+ * events, `end` with the last of them.
+ */
+type Listener = (events: readonly CreatureEventMessage[], deletion: boolean, end: boolean) => void;
 
 /** How long a trainer's later events wait for a missing earlier one before it counts as lost. */
 const GAP_WAIT_MS = 1000;
@@ -83,8 +141,8 @@ interface Stream {
   readonly listeners: Set<Listener>;
   /** The number of the next event to deliver; undefined until the trainer's position is read. */
   next: number | undefined;
-  /** Events that arrived before their turn, by number. */
-  readonly held: Map<number, CreatureEventMessage>;
+  /** Messages that arrived before their turn, by (first) number. */
+  readonly held: Map<number, BusMessage>;
   /** Running while a gap keeps held events back: when it fires, the gap counts as lost. */
   gapTimer: NodeJS.Timeout | undefined;
   /** Reading the trainer's position, for its first subscribers. */
@@ -124,8 +182,8 @@ export class CreatureEventBus {
   }
 
   /** Delivers to this process's subscribers of the creature's trainer, in the trainer's order. */
-  deliver(message: CreatureEventMessage): void {
-    const trainerId = message.creature.trainerId;
+  deliver(message: BusMessage): void {
+    const trainerId = isDeletion(message) ? message.trainerId : message.creature.trainerId;
     const stream = this.streams.get(trainerId);
     if (!stream) return;
     // Delivered already, or given up on: never twice, never after a later one.
@@ -136,9 +194,17 @@ export class CreatureEventBus {
   }
 
   /** Publishes an event of a committed write: here at once, and to the other instances. */
-  publish(message: CreatureEventMessage): void {
+  publish(message: BusMessage): void {
     this.deliver(message);
     this.relay?.publish(message);
+  }
+
+  /**
+   * Publishes a committed deletion of a trainer (see deletionMessages): its subscribers get a
+   * DELETED event for each of its creatures, then their subscriptions complete, on every instance.
+   */
+  publishDeletion(messages: readonly BusMessage[]): void {
+    for (const message of messages) this.publish(message);
   }
 
   /**
@@ -163,15 +229,27 @@ export class CreatureEventBus {
    * Resolves once the other instances' events of that trainer are followed too, and the
    * trainer's position is known; null when there is no such trainer.
    */
-  async subscribe(trainerId: number, onOverflow?: () => void): Promise<EventQueue<CreatureEventMessage> | null> {
+  async subscribe(
+    trainerId: number,
+    onOverflow?: () => void,
+    pace?: () => Promise<void> | undefined,
+  ): Promise<EventQueue<CreatureEventMessage> | null> {
     let stream = this.streams.get(trainerId);
     if (!stream) {
       stream = { listeners: new Set(), next: undefined, held: new Map(), gapTimer: undefined, start: undefined, followed: undefined };
       this.streams.set(trainerId, stream);
     }
     const joined = stream;
-    const listener: Listener = (message) => queue.push(message);
-    const queue: EventQueue<CreatureEventMessage> = new EventQueue(() => this.leave(trainerId, joined, listener), onOverflow);
+    const listener: Listener = (events, deletion, end) => {
+      if (deletion) queue.pushFinal(events, end);
+      else for (const event of events) queue.push(event);
+    };
+    const queue: EventQueue<CreatureEventMessage> = new EventQueue(
+      () => this.leave(trainerId, joined, listener),
+      onOverflow,
+      MAX_QUEUED_EVENTS,
+      pace,
+    );
     joined.listeners.add(listener);
     try {
       if (this.relay) {
@@ -214,9 +292,14 @@ export class CreatureEventBus {
     let moved = false;
     for (let message = stream.held.get(stream.next); message; message = stream.held.get(stream.next)) {
       stream.held.delete(stream.next);
-      stream.next += 1;
+      // A deletion's message stands for as many events as it carries creatures (made once, shared by the listeners).
+      const events = isDeletion(message) ? deletedEvents(message) : [message];
+      stream.next += events.length;
       moved = true;
-      for (const listener of stream.listeners) listener(message);
+      const deletion = isDeletion(message);
+      const end = isDeletion(message) ? message.last : false;
+      for (const listener of [...stream.listeners]) listener(events, deletion, end);
+      if (end) break;
     }
     if (moved || stream.held.size === 0) {
       clearTimeout(stream.gapTimer);

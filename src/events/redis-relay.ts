@@ -1,13 +1,13 @@
 import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import type { CreatureEventMessage } from './creature-event';
+import type { BusMessage } from './creature-event';
 
 const CHANNEL_PREFIX = 'registry:creature-events:';
 
 /** What travels on a trainer's channel: the event, and the instance that published it. */
 interface Envelope {
   readonly origin: string;
-  readonly event: CreatureEventMessage;
+  readonly event: BusMessage;
 }
 
 export interface RelayLog {
@@ -28,7 +28,7 @@ export class RedisEventRelay {
   constructor(
     private readonly publisher: Redis,
     private readonly subscriber: Redis,
-    private readonly deliver: (event: CreatureEventMessage) => void,
+    private readonly deliver: (event: BusMessage) => void,
     private readonly log: RelayLog,
   ) {
     subscriber.on('message', (channel: string, text: string) => {
@@ -42,8 +42,12 @@ export class RedisEventRelay {
       }
       const event = envelope?.event;
       if (envelope?.origin === this.origin || typeof event !== 'object' || event === null) return;
-      if (typeof event.creature !== 'object' || event.creature === null || typeof event.creature.trainerId !== 'number') return;
       if (!Number.isSafeInteger(event.seq)) return;
+      if (event.kind === 'TRAINER_DELETED') {
+        const { trainerId, creatures, last, trainer } = event;
+        if (!Number.isSafeInteger(trainerId) || !Array.isArray(creatures) || typeof last !== 'boolean') return;
+        if (typeof trainer !== 'object' || trainer === null || trainer.id !== trainerId) return;
+      } else if (typeof event.creature !== 'object' || event.creature === null || typeof event.creature.trainerId !== 'number') return;
       try {
         this.deliver(event);
       } catch (error) {
@@ -57,13 +61,12 @@ export class RedisEventRelay {
     return this.subscriber.status === 'ready';
   }
 
-  publish(event: CreatureEventMessage): void {
+  publish(event: BusMessage): void {
     const envelope: Envelope = { origin: this.origin, event };
+    const trainerId = event.kind === 'TRAINER_DELETED' ? event.trainerId : event.creature.trainerId;
     this.publisher
-      .publish(`${CHANNEL_PREFIX}${event.creature.trainerId}`, JSON.stringify(envelope))
-      .catch((error: unknown) =>
-        this.log.warn({ err: error, trainerId: event.creature.trainerId }, 'creature event not shared: Redis unavailable'),
-      );
+      .publish(`${CHANNEL_PREFIX}${trainerId}`, JSON.stringify(envelope))
+      .catch((error: unknown) => this.log.warn({ err: error, trainerId }, 'creature event not shared: Redis unavailable'));
   }
 
   follow(trainerId: number): Promise<void> {

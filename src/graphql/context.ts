@@ -27,7 +27,12 @@ export interface GraphQLContext {
    * Over WebSocket: the connection, which a subscriber too slow to read its events is dropped
    * from, and which ends every event queue its subscriptions opened when it closes.
    */
-  readonly connection?: { drop(reason: string): void; track(queue: TrackedQueue): void };
+  readonly connection?: {
+    drop(reason: string): void;
+    track(queue: TrackedQueue): void;
+    /** A promise while the socket has much unsent (resolved once it has sent most of it or closed), else undefined. */
+    writable(): Promise<void> | undefined;
+  };
   /** The request's logger (it carries the request id). */
   readonly log: FastifyBaseLogger;
 }

@@ -43,7 +43,7 @@ export const LIMITS = {
 } as const;
 
 /** Mutations that check a password or a refresh token, or create an account: one per operation, so aliases cannot batch a brute force. */
-const CREDENTIAL_FIELDS = new Set(['authenticate', 'refreshSession', 'registerTrainer']);
+const CREDENTIAL_FIELDS = new Set(['authenticate', 'refreshSession', 'registerTrainer', 'changePassword', 'deleteMe']);
 
 /**
  * Counted per operation, as executed: a document may hold a `Register` and a `Login` operation
@@ -72,9 +72,12 @@ const credentialFieldsRule: ValidationRule = (context) => ({
     collect(operation.selectionSet.selections);
     if (keys.size > LIMITS.credentialFields) {
       context.reportError(
-        new GraphQLError(`At most ${LIMITS.credentialFields} authenticate, refreshSession or registerTrainer field per operation`, {
-          nodes: [...keys.values()],
-        }),
+        new GraphQLError(
+          `At most ${LIMITS.credentialFields} authenticate, refreshSession, registerTrainer, changePassword or deleteMe field per operation`,
+          {
+            nodes: [...keys.values()],
+          },
+        ),
       );
     }
   },

@@ -53,6 +53,27 @@ export const WS_LIMITS = {
 /** Validated documents remembered by query text (a reconnecting client sends the same ones again). */
 const MAX_REMEMBERED_DOCUMENTS = 200;
 
+/** How often a paced subscription looks again whether its socket has sent enough. */
+const PACE_POLL_MS = 10;
+
+/**
+ * Undefined while the socket has at most half of WS_LIMITS.bufferedBytes unsent; otherwise a
+ * promise that resolves once it has (or has closed). Subscriptions that have many events at
+ * once (a deleted trainer's DELETED events) wait here instead of filling the socket's buffer
+ * past the limit, which would drop their reader.
+ */
+function whenWritable(connection: { socket: WebSocket; closed: boolean }): Promise<void> | undefined {
+  const ready = () => connection.closed || connection.socket.bufferedAmount <= WS_LIMITS.bufferedBytes / 2;
+  if (ready()) return undefined;
+  return new Promise((resolve) => {
+    const timer = setInterval(() => {
+      if (!ready()) return;
+      clearInterval(timer);
+      resolve();
+    }, PACE_POLL_MS);
+  });
+}
+
 /** graphql-ws close codes beyond the standard ones. */
 const UNAUTHORIZED = 4401;
 const SUBSCRIBER_ALREADY_EXISTS = 4409;
@@ -358,6 +379,7 @@ export function registerSubscriptions(
               if (connection.closed) void queue.return();
               else connection.queues.add(queue);
             },
+            writable: () => whenWritable(connection),
           },
         };
         started = true;

@@ -5,15 +5,17 @@ import { validateOrThrow } from '../common/validation';
 import { CreateCreatureInput, UpdateCreatureInput } from '../creatures/creature.inputs';
 import type { Services } from '../services';
 import type { Trainer } from '../trainers/trainer.entity';
-import { RegisterTrainerInput } from '../trainers/trainer.inputs';
+import { RegisterTrainerInput, UpdateTrainerInput } from '../trainers/trainer.inputs';
 import { presentCreature } from './present';
 import { profileOf } from '../trainers/trainer.service';
 import {
   authenticateBody,
   authPayloadSchema,
+  changePasswordBody,
   createCreatureBody,
   creatureParams,
   creaturePageSchema,
+  deleteTrainerBody,
   errorResponses,
   logoutBody,
   pageQuery,
@@ -23,6 +25,7 @@ import {
   trainerPageSchema,
   trainerParams,
   updateCreatureBody,
+  updateTrainerBody,
 } from './schemas';
 import { methodNotAllowed } from '../http/method-not-allowed';
 import { noStore } from '../http/no-store';
@@ -56,7 +59,8 @@ const PATHS: Record<string, string[]> = {
   '/trainer/authenticate': ['POST'],
   '/trainer/authenticate/refresh': ['POST'],
   '/trainer/logout': ['POST'],
-  '/trainer/:trainerId': ['GET'],
+  '/trainer/:trainerId': ['GET', 'PATCH', 'DELETE'],
+  '/trainer/:trainerId/password': ['POST'],
   '/trainer/:trainerId/creature': ['GET', 'POST'],
   '/trainer/:trainerId/creature/:creatureId': ['GET', 'PATCH', 'DELETE'],
 };
@@ -238,6 +242,102 @@ export async function restRoutes(
     async (request) => {
       if (request.validationError) return refuseInvalidInput(request, request.validationError);
       return request.auth.alongside((viewerId) => services.trainers.profile(request.params.trainerId, viewerId));
+    },
+  );
+
+  app.patch<{ Params: TrainerPath; Body: UpdateTrainerInput }>(
+    '/trainer/:trainerId',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['trainers'],
+        summary: "Change the calling trainer's nickname, names or team (updateMe)",
+        description:
+          'A partial update: fields left out stay as they are; at least one. Only the trainer itself (FORBIDDEN otherwise). Takes application/json or application/merge-patch+json.',
+        security: secured,
+        consumes: ['application/json', 'application/merge-patch+json'],
+        params: trainerParams,
+        body: updateTrainerBody,
+        response: {
+          200: json({ $ref: 'Trainer#' }, 'The trainer as it now is, with its email'),
+          ...errorResponses(
+            'BAD_USER_INPUT',
+            'UNAUTHENTICATED',
+            'FORBIDDEN',
+            'TRAINER_ALREADY_EXISTS',
+            'PAYLOAD_TOO_LARGE',
+            'UNSUPPORTED_MEDIA_TYPE',
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const change = await validInput(UpdateTrainerInput, request.body);
+      const trainer = await services.accounts.update(request.auth, change, request.log, request.params.trainerId);
+      return profileOf(trainer, trainer.id);
+    },
+  );
+
+  app.post<{ Params: TrainerPath; Body: { currentPassword: string; newPassword: string } }>(
+    '/trainer/:trainerId/password',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['trainers'],
+        summary: "Change the calling trainer's password (changePassword)",
+        description:
+          "Every other session of the trainer ends at once (its access and refresh tokens are refused, its sockets close); the caller's session goes on. A wrong currentPassword is BAD_USER_INPUT and counts as a failed login.",
+        security: secured,
+        params: trainerParams,
+        body: changePasswordBody,
+        response: {
+          204: { description: 'Changed', type: 'null' },
+          ...errorResponses(
+            'BAD_USER_INPUT',
+            'UNAUTHENTICATED',
+            'FORBIDDEN',
+            'PAYLOAD_TOO_LARGE',
+            'UNSUPPORTED_MEDIA_TYPE',
+            'RATE_LIMITED',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { currentPassword, newPassword } = request.body;
+      await services.accounts.changePassword(request.auth, currentPassword, newPassword, request.ip, request.log, request.params.trainerId);
+      return reply.code(204).send();
+    },
+  );
+
+  app.delete<{ Params: TrainerPath; Body: { password: string } }>(
+    '/trainer/:trainerId',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['trainers'],
+        summary: 'Delete the calling trainer with its creatures and sessions (deleteMe)',
+        description:
+          'Needs the password (a wrong one is BAD_USER_INPUT and counts as a failed login; nothing is removed). Every token of the trainer is refused at once; its nickname and email can be registered again.',
+        security: secured,
+        params: trainerParams,
+        body: deleteTrainerBody,
+        response: {
+          204: { description: 'Deleted', type: 'null' },
+          ...errorResponses(
+            'BAD_USER_INPUT',
+            'UNAUTHENTICATED',
+            'FORBIDDEN',
+            'PAYLOAD_TOO_LARGE',
+            'UNSUPPORTED_MEDIA_TYPE',
+            'RATE_LIMITED',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      await services.accounts.deleteMe(request.auth, request.body.password, request.ip, request.log, request.params.trainerId);
+      return reply.code(204).send();
     },
   );
 

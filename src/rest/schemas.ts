@@ -183,6 +183,37 @@ export const registerBody = {
   additionalProperties: false,
 } as const;
 
+export const updateTrainerBody = {
+  type: 'object',
+  description:
+    'What to change: at least one of nickname, firstName, lastName and team; what is left out stays as it is. email and password are not changed here.',
+  minProperties: 1,
+  properties: {
+    nickname: registerBody.properties.nickname,
+    firstName: registerBody.properties.firstName,
+    lastName: registerBody.properties.lastName,
+    team,
+  },
+  additionalProperties: false,
+} as const;
+
+export const changePasswordBody = {
+  type: 'object',
+  required: ['currentPassword', 'newPassword'],
+  properties: {
+    currentPassword: { type: 'string', description: 'The password now in force; a wrong one counts as a failed login' },
+    newPassword: registerBody.properties.password,
+  },
+  additionalProperties: false,
+} as const;
+
+export const deleteTrainerBody = {
+  type: 'object',
+  required: ['password'],
+  properties: { password: { type: 'string', description: "The trainer's password; a wrong one counts as a failed login" } },
+  additionalProperties: false,
+} as const;
+
 export const authenticateBody = {
   type: 'object',
   required: ['email', 'password'],

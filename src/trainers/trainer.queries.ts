@@ -1,4 +1,6 @@
-import { liveSessionsColumn, parseLiveSessions } from '../auth/session.queries';
+import { endSessionsStatement, liveSessionsColumn, parseLiveSessions } from '../auth/session.queries';
+import { creaturesOfDeletedTrainer, creaturesRead } from '../creatures/creature.queries';
+import type { Creature } from '../creatures/creature.entity';
 import { placeholders, sqlDate, sqlInt, type BatchResult, type BatchStatement, type Sql } from '../db/sql';
 import type { Team } from './team';
 import { Trainer } from './trainer.entity';
@@ -150,6 +152,24 @@ function matching(conditions: TrainerConditions, afterId: number): { from: strin
   return { from, where, params };
 }
 
+/** What a profile change writes (the stored forms); a property left out stays as it is. */
+export interface TrainerChangeRow {
+  readonly nickname?: string;
+  readonly nicknameKey?: string;
+  readonly firstName?: string;
+  readonly lastName?: string;
+  readonly team?: Team;
+}
+
+/** What a trainer's deletion removed: its creatures as they were, and its last creature event's number. */
+export interface DeletedAccount {
+  /** The trainer as it was. */
+  readonly trainer: Trainer;
+  readonly creatures: Creature[];
+  readonly lastSeq: number;
+  readonly sessions: number;
+}
+
 /** A trainer with the properties its row holds, and `creaturesOwned` when the statement read it. */
 function toTrainer(row: TrainerRow): Trainer {
   const trainer = new Trainer();
@@ -200,6 +220,108 @@ export class TrainerQueries {
       },
     ]);
     return inserted.insertId;
+  }
+
+  /**
+   * Changes a trainer's profile in one transaction, and reads it back as it now is (with its
+   * count); null when there is no such trainer. The trainer's row is locked first. A new
+   * nickname replaces its suffixes (nicknameContains); the unique nickname key decides
+   * duplicates (the error is thrown). A new team moves the trainer from its old team's row of
+   * trainer_count to the new team's, in one statement, in the order of the teams' names (two
+   * trainers swapping teams lock the two rows in the same order), near the end of the
+   * transaction, so that those shared rows are held for as little as possible.
+   */
+  async updateProfile(id: number, change: TrainerChangeRow): Promise<Trainer | null> {
+    const isMysql = this.sql.isMysql;
+    const set: string[] = [];
+    const values: unknown[] = [];
+    for (const [column, value] of [
+      ['nickname', change.nickname],
+      ['nickname_key', change.nicknameKey],
+      ['first_name', change.firstName],
+      ['last_name', change.lastName],
+    ] as const) {
+      if (value === undefined) continue;
+      set.push(`${column} = ?`);
+      values.push(value);
+    }
+    const statements: BatchStatement[] = [{ sql: `SELECT id FROM trainer WHERE id = ?${isMysql ? ' FOR UPDATE' : ''}`, params: [id] }];
+    if (set.length > 0) statements.push({ sql: `UPDATE trainer SET ${set.join(', ')} WHERE id = ?`, params: [...values, id] });
+    if (change.nicknameKey !== undefined) {
+      statements.push(
+        { sql: 'DELETE FROM trainer_nickname_suffix WHERE trainer_id = ?', params: [id] },
+        { sql: suffixesOf(isMysql, 't.id = ?'), params: [id] },
+      );
+    }
+    if (change.team !== undefined) {
+      // +1 for the new team and -1 for the trainer's team as its row holds it, when they differ.
+      const moves =
+        'SELECT ? AS bucket, m.team, m.d FROM (SELECT ? AS team, 1 AS d UNION ALL SELECT team, -1 FROM trainer WHERE id = ?) m' +
+        ' WHERE EXISTS (SELECT 1 FROM trainer WHERE id = ? AND team <> ?)';
+      statements.push(
+        {
+          sql: isMysql
+            ? `INSERT INTO trainer_count (bucket, team, n) ${moves} ORDER BY m.team ON DUPLICATE KEY UPDATE n = n + VALUES(n)`
+            : `INSERT INTO trainer_count (bucket, team, n) ${moves} ON CONFLICT (bucket, team) DO UPDATE SET n = n + excluded.n`,
+          params: [Math.floor(id / COUNT_BUCKET), change.team, id, id, change.team],
+        },
+        { sql: 'UPDATE trainer SET team = ? WHERE id = ?', params: [change.team, id] },
+      );
+    }
+    statements.push({ sql: `SELECT ${COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned FROM trainer t WHERE t.id = ?`, params: [id] });
+    const results = await this.sql.batch(statements);
+    const row = results[results.length - 1].rows[0] as TrainerRow | undefined;
+    return row ? toTrainer(row) : null;
+  }
+
+  /** The stored password hash of a trainer (null when there is no such trainer): for checking a password it sends. */
+  async passwordHash(id: number): Promise<string | null> {
+    const [row] = await this.sql.rows<{ passwordHash: string }>('SELECT password_hash AS passwordHash FROM trainer WHERE id = ?', [id]);
+    return row?.passwordHash ?? null;
+  }
+
+  /**
+   * Sets a trainer's password hash and ends every session of the trainer but `keepSession`, in one
+   * transaction; how many sessions ended, or null when there is no such trainer.
+   */
+  async changePassword(id: number, passwordHash: string, keepSession: number): Promise<number | null> {
+    const [updated, ended] = await this.sql.batch([
+      { sql: 'UPDATE trainer SET password_hash = ? WHERE id = ?', params: [passwordHash, id] },
+      endSessionsStatement(id, keepSession),
+    ]);
+    return updated.affected === 0 ? null : ended.affected;
+  }
+
+  /**
+   * Deletes a trainer with its creatures, its sessions, its nickname's suffixes and its place in
+   * trainer_count, in one transaction; what it removed, or null when there was no such trainer.
+   * The trainer's row is locked first, so the trainer's creature writes (which lock it too) wait
+   * and then find it gone. Every statement touches only this trainer's rows by its own index
+   * ranges, at READ COMMITTED on MySQL (no gap locks: another trainer's rows that sort next to
+   * these can be written meanwhile), and the one shared row, its team's count, comes last,
+   * held only until the commit.
+   */
+  async deleteAccount(id: number): Promise<DeletedAccount | null> {
+    const isMysql = this.sql.isMysql;
+    const creatures = creaturesOfDeletedTrainer(id);
+    const [locked, read, , sessions, , , deleted] = await this.sql.batch(
+      [
+        { sql: `SELECT ${COLUMNS}, t.event_seq AS seq FROM trainer t WHERE t.id = ?${isMysql ? ' FOR UPDATE' : ''}`, params: [id] },
+        creatures.read,
+        creatures.remove,
+        endSessionsStatement(id),
+        { sql: 'DELETE FROM trainer_nickname_suffix WHERE trainer_id = ?', params: [id] },
+        {
+          sql: 'UPDATE trainer_count SET n = n - 1 WHERE bucket = ? AND team = (SELECT team FROM trainer WHERE id = ?)',
+          params: [Math.floor(id / COUNT_BUCKET), id],
+        },
+        { sql: 'DELETE FROM trainer WHERE id = ?', params: [id] },
+      ],
+      { readCommitted: true },
+    );
+    const row = locked.rows[0] as (TrainerRow & { seq: number | string }) | undefined;
+    if (!row || deleted.affected === 0) return null;
+    return { trainer: toTrainer(row), creatures: creaturesRead(read.rows), lastSeq: sqlInt(row.seq), sessions: sessions.affected };
   }
 
   /**

@@ -26,7 +26,7 @@ import { TrainerPage } from './trainer-page.type';
 import { isTrainerField, type TrainerField } from './trainer.queries';
 import { conditionsOf, NicknameArgs, TrainersArgs } from './trainer-filter';
 import { Trainer } from './trainer.entity';
-import { RegisterTrainerArgs } from './trainer.inputs';
+import { ChangePasswordArgs, DeleteMeArgs, RegisterTrainerArgs, UpdateMeArgs } from './trainer.inputs';
 import { visibleEmail } from './trainer.service';
 
 const creatureFieldLists = new WeakMap<ReadonlySet<string>, CreatureField[]>();
@@ -154,6 +154,28 @@ export class TrainerResolver {
     const trainer = await ctx.services.trainers.register(input);
     ctx.selfIds.add(trainer.id);
     return trainer;
+  }
+
+  @Authorized()
+  @Mutation(() => Trainer, { description: "Change the authenticated trainer's profile; returns it as it now is (with its email)." })
+  updateMe(@Args() { input }: UpdateMeArgs, @Ctx() ctx: GraphQLContext): Promise<Trainer> {
+    return ctx.services.accounts.update(ctx.auth, input, ctx.log);
+  }
+
+  @Authorized()
+  @Mutation(() => Boolean, {
+    description: "Change the authenticated trainer's password; every other session of the trainer ends at once. Returns true.",
+  })
+  async changePassword(@Args() { currentPassword, newPassword }: ChangePasswordArgs, @Ctx() ctx: GraphQLContext): Promise<boolean> {
+    await ctx.services.accounts.changePassword(ctx.auth, currentPassword, newPassword, ctx.clientIp, ctx.log);
+    return true;
+  }
+
+  @Authorized()
+  @Mutation(() => Boolean, { description: 'Delete the authenticated trainer with its creatures and sessions. Returns true.' })
+  async deleteMe(@Args() { password }: DeleteMeArgs, @Ctx() ctx: GraphQLContext): Promise<boolean> {
+    await ctx.services.accounts.deleteMe(ctx.auth, password, ctx.clientIp, ctx.log);
+    return true;
   }
 
   @FieldResolver(() => String, {

@@ -77,6 +77,12 @@ export interface Driver {
   refresh(refreshToken: unknown): Promise<Outcome<AuthView>>;
   /** true when logged out (GraphQL's answer; REST's 204). */
   logout(token: string | undefined, everywhere?: boolean): Promise<Outcome<boolean>>;
+  /** GraphQL changes the caller (updateMe); REST the trainer of the path (PATCH, as JSON Merge Patch). */
+  updateMe(token: string | undefined, trainerId: string, change: unknown): Promise<Outcome<TrainerView>>;
+  /** true when changed (GraphQL's answer; REST's 204). */
+  changePassword(token: string | undefined, trainerId: string, currentPassword: unknown, newPassword: unknown): Promise<Outcome<boolean>>;
+  /** true when deleted (GraphQL's answer; REST's 204). */
+  deleteMe(token: string | undefined, trainerId: string, password: unknown): Promise<Outcome<boolean>>;
 }
 
 // ---------------------------------------------------------------- GraphQL
@@ -213,6 +219,36 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         (raw) => raw.done === true,
       );
     },
+    async updateMe(token, _trainerId, change) {
+      const res = await gql(
+        app,
+        `mutation($input: UpdateTrainerInput!) { updateMe(input: $input) { ${TRAINER_FIELDS} } }`,
+        { input: change },
+        token,
+      );
+      return outcome(res, (d) => d.updateMe as Raw, trainerOf);
+    },
+    async changePassword(token, _trainerId, currentPassword, newPassword) {
+      const res = await gql(
+        app,
+        'mutation($c: String!, $n: String!) { changePassword(currentPassword: $c, newPassword: $n) }',
+        { c: currentPassword, n: newPassword },
+        token,
+      );
+      return outcome(
+        res,
+        (d) => ({ done: d.changePassword }),
+        (raw) => raw.done === true,
+      );
+    },
+    async deleteMe(token, _trainerId, password) {
+      const res = await gql(app, 'mutation($p: String!) { deleteMe(password: $p) }', { p: password }, token);
+      return outcome(
+        res,
+        (d) => ({ done: d.deleteMe }),
+        (raw) => raw.done === true,
+      );
+    },
   };
 }
 
@@ -306,6 +342,12 @@ export function restDriver(app: FastifyInstance): Driver {
       })),
     logout: (token, everywhere) =>
       call('POST', '/trainer/logout', token, everywhere === undefined ? undefined : { everywhere }, 204, () => true),
+    // As JSON Merge Patch, the media type PATCH clients send; plain JSON has its own test.
+    updateMe: (token, trainerId, change) =>
+      call('PATCH', `/trainer/${seg(trainerId)}`, token, change, 200, trainerOfRest, 'application/merge-patch+json'),
+    changePassword: (token, trainerId, currentPassword, newPassword) =>
+      call('POST', `/trainer/${seg(trainerId)}/password`, token, { currentPassword, newPassword }, 204, () => true),
+    deleteMe: (token, trainerId, password) => call('DELETE', `/trainer/${seg(trainerId)}`, token, { password }, 204, () => true),
   };
 }
 

@@ -72,15 +72,7 @@ export async function createCreature(app: FastifyInstance, trainerId: number, ov
   return creature;
 }
 
-/**
- * Removes a trainer as a deletion through the service will (its creatures and sessions with it,
- * its nickname's suffixes and its team's count in the same transaction), without an API call.
- */
-export async function deleteTrainer(app: FastifyInstance, trainer: Pick<Trainer, 'id' | 'team'>): Promise<void> {
-  await app.dataSource.transaction(async (manager) => {
-    await manager.query('DELETE FROM trainer_nickname_suffix WHERE trainer_id = ?', [trainer.id]);
-    await manager.query('UPDATE trainer_count SET n = n - 1 WHERE bucket = ? AND team = ?', [Math.floor(trainer.id / 65536), trainer.team]);
-    await manager.query('DELETE FROM trainer WHERE id = ?', [trainer.id]);
-  });
-  app.services.lists.changed({ id: trainer.id, from: trainer.team });
+/** Removes a trainer as deleteMe does once its password checked out (AccountService.remove), without an API call. */
+export async function deleteTrainer(app: FastifyInstance, trainer: Pick<Trainer, 'id'>): Promise<void> {
+  await app.services.accounts.remove(trainer.id);
 }

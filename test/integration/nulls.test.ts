@@ -52,6 +52,10 @@ describe.each(databases)('null for what may be left out, on %s', (kind) => {
     createCreature: async () => ({ trainerId: String(me.trainer.id), input: { name: unique('c'), speciesId: 1 } }),
     updateCreature: async () => ({ id: String((await createCreature(t.app, me.trainer.id)).id), input: { level: 7 } }),
     deleteCreature: async () => ({ id: String((await createCreature(t.app, me.trainer.id)).id) }),
+    updateMe: async () => ({ input: { lastName: 'Unchanged' } }),
+    // Wrong passwords: these calls must change nothing of the trainer the others use.
+    changePassword: async () => ({ currentPassword: 'not-the-password', newPassword: 'long-enough-2' }),
+    deleteMe: async () => ({ password: 'not-the-password' }),
     registerTrainer: async () => {
       const nickname = unique('n');
       return {
@@ -152,6 +156,8 @@ describe.each(databases)('null for what may be left out, on %s', (kind) => {
         'trainers.filter.nickname',
         'trainers.filter.team',
         'updateCreature.input.name',
+        'updateMe.input.nickname',
+        'updateMe.input.team',
       ]),
     );
     expect(failures).toEqual([]);

@@ -28,7 +28,7 @@ describe.each(databases)("the README's examples on %s", (kind) => {
     expect(blocks('graphql')).toHaveLength(1);
     const document = blocks('graphql')[0];
     const operations = parse(document).definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
-    expect(operations.map((o) => o.name?.value)).toEqual(['Register', 'Login', 'Catch', 'Rename', 'Browse', 'Release']);
+    expect(operations.map((o) => o.name?.value)).toEqual(['Register', 'Login', 'Catch', 'Rename', 'Profile', 'Browse', 'Release']);
 
     let token: string | undefined;
     const variables: Record<string, string> = {};
@@ -70,9 +70,16 @@ describe.each(databases)("the README's examples on %s", (kind) => {
     expect(all).toContain('"nickname":"gary"');
     expect(all).toMatch(/"items":\[\{"id":\d+,"name":"Tangela"/);
     expect(all).toMatch(/^HTTP\/1\.1 204 /m);
-    // The PATCH, and the logout at the end (204 again): its session is gone.
+    // The PATCHes, the logout (204 again): its session is gone; a password change and a deletion (two more).
     expect(all).toMatch(/"name":"Tangela","speciesId":114,"level":12/);
-    expect(all.match(/^HTTP\/1\.1 204 /gm)).toHaveLength(2);
+    expect(all).toMatch(
+      /"nickname":"erika","firstName":"Erika","lastName":"Celadon","team":"MYSTIC","creaturesOwned":1,.*"email":"erika@example.com"/,
+    );
+    expect(all.match(/^HTTP\/1\.1 204 /gm)).toHaveLength(4);
+    const [{ gone }] = await t.app.dataSource.query<{ gone: number | string }[]>(
+      "SELECT COUNT(*) AS gone FROM trainer WHERE nickname = 'sabrina'",
+    );
+    expect(Number(gone)).toBe(0);
     const [{ n }] = await t.app.dataSource.query<{ n: number | string }[]>(
       "SELECT COUNT(*) AS n FROM trainer_session s JOIN trainer t ON t.id = s.trainer_id WHERE t.nickname = 'erika'",
     );

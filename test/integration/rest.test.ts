@@ -345,7 +345,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
   it('answers a method a path does not take with 405 and an Allow header', async () => {
     const put = await t.app.inject({ method: 'PUT', url: `/trainer/${me.trainer.id}`, headers: auth(me), payload: {} });
     expectProblem(put, 405, 'METHOD_NOT_ALLOWED');
-    expect(put.headers.allow).toBe('GET, HEAD, OPTIONS');
+    expect(put.headers.allow).toBe('GET, PATCH, DELETE, HEAD, OPTIONS');
     const get = await t.app.inject({ method: 'GET', url: '/trainer/authenticate' });
     expectProblem(get, 405, 'METHOD_NOT_ALLOWED');
     expect(get.headers.allow).toBe('POST, OPTIONS');
@@ -486,7 +486,7 @@ describe('OpenAPI and Swagger UI', () => {
   });
   afterAll(async () => t.close());
 
-  it('serves an OpenAPI 3.1 document of all eleven routes with bearer auth and their error answers', async () => {
+  it('serves an OpenAPI 3.1 document of all fourteen routes with bearer auth and their error answers', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/openapi.json' });
     expect(res.statusCode).toBe(200);
     const doc = res.json<{ openapi: string; components: { securitySchemes: Record<string, unknown> }; paths: unknown }>();
@@ -499,17 +499,20 @@ describe('OpenAPI and Swagger UI', () => {
       >,
     ).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })));
     expect(operations.map((o) => o.key).sort()).toEqual([
+      'DELETE /trainer/{trainerId}',
       'DELETE /trainer/{trainerId}/creature/{creatureId}',
       'GET /trainer',
       'GET /trainer/{trainerId}',
       'GET /trainer/{trainerId}/creature',
       'GET /trainer/{trainerId}/creature/{creatureId}',
+      'PATCH /trainer/{trainerId}',
       'PATCH /trainer/{trainerId}/creature/{creatureId}',
       'POST /trainer',
       'POST /trainer/authenticate',
       'POST /trainer/authenticate/refresh',
       'POST /trainer/logout',
       'POST /trainer/{trainerId}/creature',
+      'POST /trainer/{trainerId}/password',
     ]);
     const statuses = Object.fromEntries(operations.map(({ key, op }) => [key, Object.keys(op.responses).join(' ')]));
     expect(statuses).toEqual({
@@ -524,6 +527,9 @@ describe('OpenAPI and Swagger UI', () => {
       'PATCH /trainer/{trainerId}/creature/{creatureId}': '200 400 401 403 404 409 413 415 500 503',
       'POST /trainer/authenticate/refresh': '200 400 401 413 415 429 500 503',
       'POST /trainer/logout': '204 400 401 413 415 500 503',
+      'PATCH /trainer/{trainerId}': '200 400 401 403 409 413 415 500 503',
+      'POST /trainer/{trainerId}/password': '204 400 401 403 413 415 429 500 503',
+      'DELETE /trainer/{trainerId}': '204 400 401 403 413 415 429 500 503',
     });
     const bodies = Object.fromEntries(
       operations.filter(({ op }) => 'requestBody' in op).map(({ key, op }) => [key, op.requestBody?.required]),
@@ -536,6 +542,9 @@ describe('OpenAPI and Swagger UI', () => {
       'POST /trainer/logout': false,
       'POST /trainer/{trainerId}/creature': true,
       'PATCH /trainer/{trainerId}/creature/{creatureId}': true,
+      'PATCH /trainer/{trainerId}': true,
+      'POST /trainer/{trainerId}/password': true,
+      'DELETE /trainer/{trainerId}': true,
     });
     for (const { key, op } of operations) {
       const open = ['POST /trainer', 'POST /trainer/authenticate', 'POST /trainer/authenticate/refresh'].includes(key);

@@ -18,6 +18,7 @@ import {
   type TrainerFixture,
 } from '../helpers/factories';
 import { TEST_JWT_SECRET } from '../helpers/app';
+import { gql } from '../helpers/graphql';
 
 /*
  * Every behaviour of the contract, written once and run through both transports on both
@@ -716,6 +717,199 @@ describe.each(databases)('on %s', (kind) => {
 
       it.each(MALFORMED_IDS)('answers BAD_USER_INPUT for the malformed creature id %j', async (id) => {
         expectFailure(api, await api.updateCreature(me.token, myId(), id, { level: 2 }), 'BAD_USER_INPUT');
+      });
+    });
+
+    describe('changing the own account', () => {
+      const NEW_PASSWORD = 'a-new-password-42';
+      /** What another trainer's reads show about lists: totals by filter. */
+      const totals = async (filter: { nickname?: string; nicknameContains?: string; team?: string } = {}) =>
+        value(await api.listTrainers(other.token, { limit: 100, filter })).totalCount;
+      const byNickname = async (nickname: string) => {
+        const res = await gql<{ trainerByNickname: { id: string } | null }>(
+          t.app,
+          'query($n: String!) { trainerByNickname(nickname: $n) { id } }',
+          { n: nickname },
+          other.token,
+        );
+        return res.data?.trainerByNickname?.id ?? null;
+      };
+      const suffixRows = async (id: number) => {
+        const [row] = await t.app.dataSource.query<{ n: number | string }[]>(
+          'SELECT COUNT(*) AS n FROM trainer_nickname_suffix WHERE trainer_id = ?',
+          [id],
+        );
+        return Number(row.n);
+      };
+
+      it('changes nickname, names and team, answers the trainer as it now is with its email, and every read shows it at once', async () => {
+        const mine = await createTrainer(t.app);
+        const id = String(mine.trainer.id);
+        const oldNickname = mine.trainer.nickname;
+        const nickname = unique('Re_');
+        const before = { all: await totals(), valor: await totals({ team: 'VALOR' }), mystic: await totals({ team: 'MYSTIC' }) };
+
+        const changed = value(
+          await api.updateMe(mine.token, id, { nickname, firstName: '  Misty ', lastName: 'Waterflower', team: 'VALOR' }),
+        );
+        expect(changed).toMatchObject({
+          id: mine.trainer.id,
+          nickname,
+          firstName: 'Misty',
+          lastName: 'Waterflower',
+          team: 'VALOR',
+          email: mine.email,
+          creaturesOwned: 0,
+        });
+
+        expect(value(await api.getTrainer(other.token, id))).toMatchObject({ nickname, firstName: 'Misty', team: 'VALOR', email: null });
+        expect(await byNickname(nickname.toUpperCase())).toBe(id);
+        expect(await byNickname(oldNickname)).toBeNull();
+        expect(value(await api.listTrainers(other.token, { filter: { nickname } })).items.map((i) => i.id)).toEqual([mine.trainer.id]);
+        expect(await totals({ nickname: oldNickname })).toBe(0);
+        expect(await totals({ nicknameContains: nickname.slice(3) })).toBe(1);
+        expect(await totals({ nicknameContains: oldNickname.slice(3) })).toBe(0);
+        expect(await totals()).toBe(before.all);
+        expect(await totals({ team: 'VALOR' })).toBe(before.valor + 1);
+        expect(await totals({ team: 'MYSTIC' })).toBe(before.mystic - 1);
+        expect(await suffixRows(mine.trainer.id)).toBe(nickname.length - 1);
+        expect(await trainers().findOneByOrFail({ id: mine.trainer.id })).toMatchObject({ nickname, nicknameKey: nickname.toLowerCase() });
+      });
+
+      it('frees the old nickname at once, allows a change of case of its own, and refuses another trainer’s in any case', async () => {
+        const mine = await createTrainer(t.app);
+        const id = String(mine.trainer.id);
+        const oldNickname = mine.trainer.nickname;
+        const taken = (await createTrainer(t.app)).trainer.nickname;
+        expectFailure(
+          api,
+          await api.updateMe(mine.token, id, { nickname: taken.toUpperCase(), team: 'VALOR' }),
+          'TRAINER_ALREADY_EXISTS',
+          'nickname',
+        );
+        expect(await trainers().findOneByOrFail({ id: mine.trainer.id })).toMatchObject({ nickname: oldNickname, team: 'MYSTIC' });
+
+        expect(value(await api.updateMe(mine.token, id, { nickname: oldNickname.toUpperCase() })).nickname).toBe(oldNickname.toUpperCase());
+        value(await api.updateMe(mine.token, id, { nickname: unique('Mv_') }));
+        const next = await createTrainer(t.app);
+        expect(value(await api.updateMe(next.token, String(next.trainer.id), { nickname: oldNickname })).nickname).toBe(oldNickname);
+        expect(await byNickname(oldNickname)).toBe(String(next.trainer.id));
+      });
+
+      it.each([
+        ['email', { email: 'new@example.test' }],
+        ['password', { password: 'a-long-new-password' }],
+        ['no field', {}],
+        ['a null nickname', { nickname: null }],
+        ['a short nickname', { nickname: 'x' }],
+        ['a blank firstName', { firstName: '   ' }],
+        ['a firstName with a hidden character', { firstName: 'Mi\u200Bsty' }],
+        ['an unknown team', { team: 'ROCKET' }],
+        ['an unknown field beside a good one', { nickname: 'fine_name', role: 'admin' }],
+      ])('refuses %s as BAD_USER_INPUT and changes nothing', async (_what, change) => {
+        const mine = await createTrainer(t.app);
+        const row = await trainers().findOneByOrFail({ id: mine.trainer.id });
+        expectFailure(api, await api.updateMe(mine.token, String(mine.trainer.id), change), 'BAD_USER_INPUT');
+        expect(await trainers().findOneByOrFail({ id: mine.trainer.id })).toEqual(row);
+      });
+
+      it('answers UNAUTHENTICATED without a valid token, and after logout', async () => {
+        const mine = await createTrainer(t.app);
+        const id = String(mine.trainer.id);
+        expectFailure(api, await api.updateMe('not-a-token', id, { team: 'VALOR' }), 'UNAUTHENTICATED');
+        const session = await signIn(t.app, mine.trainer.id);
+        value(await api.logout(session.token));
+        expectFailure(api, await api.updateMe(session.token, id, { team: 'VALOR' }), 'UNAUTHENTICATED');
+        expectFailure(api, await api.changePassword(session.token, id, TEST_PASSWORD, NEW_PASSWORD), 'UNAUTHENTICATED');
+        expectFailure(api, await api.deleteMe(session.token, id, TEST_PASSWORD), 'UNAUTHENTICATED');
+        expect(await trainers().countBy({ id: mine.trainer.id, team: Team.MYSTIC })).toBe(1);
+      });
+
+      it('changes the password: every other session ends at once, the caller’s goes on, and the new password logs in', async () => {
+        const mine = await createTrainer(t.app);
+        const id = String(mine.trainer.id);
+        const caller = await signIn(t.app, mine.trainer.id);
+        const elsewhere = await signIn(t.app, mine.trainer.id);
+        expect(value(await api.changePassword(caller.token, id, TEST_PASSWORD, NEW_PASSWORD))).toBe(true);
+
+        expectFailure(api, await api.getTrainer(elsewhere.token, id), 'UNAUTHENTICATED');
+        expectFailure(api, await api.getTrainer(mine.token, id), 'UNAUTHENTICATED');
+        expectFailure(api, await api.refresh(elsewhere.refreshToken), 'UNAUTHENTICATED');
+        expect(value(await api.getTrainer(caller.token, id)).email).toBe(mine.email);
+        expect(await t.app.dataSource.query('SELECT id FROM trainer_session WHERE trainer_id = ?', [mine.trainer.id])).toEqual([
+          { id: caller.sessionId },
+        ]);
+        value(await api.refresh(caller.refreshToken));
+        expectFailure(api, await api.authenticate(mine.email, TEST_PASSWORD), 'UNAUTHENTICATED');
+        expect(value(await api.authenticate(mine.email, NEW_PASSWORD)).trainer.id).toBe(mine.trainer.id);
+      });
+
+      it('refuses a wrong current password as BAD_USER_INPUT naming it, counted as a failed login of the account', async () => {
+        const mine = await createTrainer(t.app);
+        const id = String(mine.trainer.id);
+        const hash = () => t.app.dataSource.query('SELECT password_hash AS h FROM trainer WHERE id = ?', [mine.trainer.id]);
+        const stored = await hash();
+        // LOGIN_MAX_FAILURES (5) for this account from this address, then RATE_LIMITED, before any hash.
+        for (let i = 0; i < 5; i += 1) {
+          expectFailure(
+            api,
+            await api.changePassword(mine.token, id, `wrong-guess-${i}`, NEW_PASSWORD),
+            'BAD_USER_INPUT',
+            'currentPassword',
+          );
+        }
+        expectFailure(api, await api.changePassword(mine.token, id, TEST_PASSWORD, NEW_PASSWORD), 'RATE_LIMITED');
+        expectFailure(api, await api.deleteMe(mine.token, id, TEST_PASSWORD), 'RATE_LIMITED');
+        expectFailure(api, await api.authenticate(mine.email, TEST_PASSWORD), 'RATE_LIMITED');
+        expect(await hash()).toEqual(stored);
+        expect(await trainers().countBy({ id: mine.trainer.id })).toBe(1);
+      });
+
+      it('refuses a new password outside the rules as BAD_USER_INPUT naming it, and changes nothing', async () => {
+        const mine = await createTrainer(t.app);
+        const id = String(mine.trainer.id);
+        expectFailure(api, await api.changePassword(mine.token, id, TEST_PASSWORD, 'short'), 'BAD_USER_INPUT', 'newPassword');
+        expectFailure(api, await api.changePassword(mine.token, id, TEST_PASSWORD, 'bad\u0000password'), 'BAD_USER_INPUT', 'newPassword');
+        expect(value(await api.authenticate(mine.email, TEST_PASSWORD)).trainer.id).toBe(mine.trainer.id);
+      });
+
+      it('refuses deletion with a wrong password as BAD_USER_INPUT naming it, and removes nothing', async () => {
+        const mine = await createTrainer(t.app);
+        const creature = await createCreature(t.app, mine.trainer.id);
+        expectFailure(api, await api.deleteMe(mine.token, String(mine.trainer.id), 'not-my-password'), 'BAD_USER_INPUT', 'password');
+        expect(value(await api.getTrainer(mine.token, String(mine.trainer.id))).creaturesOwned).toBe(1);
+        expect(await creatures().countBy({ id: creature.id })).toBe(1);
+      });
+
+      it('deletes the trainer with its creatures and sessions: nothing of it answers anywhere, and its nickname and email are free again', async () => {
+        const mine = await createTrainer(t.app);
+        const id = String(mine.trainer.id);
+        const made = [await createCreature(t.app, mine.trainer.id), await createCreature(t.app, mine.trainer.id)];
+        const elsewhere = await signIn(t.app, mine.trainer.id);
+        const before = { all: await totals(), mystic: await totals({ team: 'MYSTIC' }) };
+
+        expect(value(await api.deleteMe(mine.token, id, TEST_PASSWORD))).toBe(true);
+
+        expectFailure(api, await api.getTrainer(other.token, id), 'NOT_FOUND');
+        expect(await byNickname(mine.trainer.nickname)).toBeNull();
+        expect(await totals({ nickname: mine.trainer.nickname })).toBe(0);
+        expect(await totals({ nicknameContains: mine.trainer.nickname.slice(3) })).toBe(0);
+        expect(await totals()).toBe(before.all - 1);
+        expect(await totals({ team: 'MYSTIC' })).toBe(before.mystic - 1);
+        for (const creature of made) expectFailure(api, await api.getCreature(other.token, id, String(creature.id)), 'NOT_FOUND');
+        expectFailure(api, await api.listCreatures(other.token, id, {}), 'NOT_FOUND');
+        expectFailure(api, await api.getTrainer(mine.token, String(other.trainer.id)), 'UNAUTHENTICATED');
+        expectFailure(api, await api.getTrainer(elsewhere.token, String(other.trainer.id)), 'UNAUTHENTICATED');
+        expectFailure(api, await api.refresh(elsewhere.refreshToken), 'UNAUTHENTICATED');
+        expectFailure(api, await api.authenticate(mine.email, TEST_PASSWORD), 'UNAUTHENTICATED');
+        expect(await trainers().countBy({ id: mine.trainer.id })).toBe(0);
+        expect(await creatures().countBy({ trainerId: mine.trainer.id })).toBe(0);
+        expect(await t.app.dataSource.query('SELECT id FROM trainer_session WHERE trainer_id = ?', [mine.trainer.id])).toEqual([]);
+        expect(await suffixRows(mine.trainer.id)).toBe(0);
+
+        const again = value(await api.register(registration({ nickname: mine.trainer.nickname, email: mine.email })));
+        expect(await byNickname(mine.trainer.nickname)).toBe(String(again.id));
+        expect(await totals()).toBe(before.all);
       });
     });
 

@@ -26,6 +26,55 @@ describe('EventQueue', () => {
     expect([ended, overflowed]).toEqual([1, 1]);
     expect(await queue.next()).toEqual({ value: undefined, done: true });
   });
+
+  it('takes a deleted trainer’s final events beyond its bound, hands them all out, then ends once', async () => {
+    let ended = 0;
+    let overflowed = 0;
+    const queue = new EventQueue<number>(
+      () => (ended += 1),
+      () => (overflowed += 1),
+      3,
+    );
+    queue.push(0);
+    queue.pushFinal([1, 2, 3, 4, 5], false);
+    queue.pushFinal([6, 7], true);
+    queue.push(99);
+    const taken: number[] = [];
+    for await (const item of queue) taken.push(item);
+    expect(taken).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect([ended, overflowed]).toEqual([1, 0]);
+  });
+
+  it('answers a waiting reader with the end when the final events are none', async () => {
+    let ended = 0;
+    const queue = new EventQueue<number>(() => (ended += 1));
+    const waiting = queue.next();
+    queue.pushFinal([], true);
+    expect(await waiting).toEqual({ value: undefined, done: true });
+    expect(ended).toBe(1);
+  });
+
+  it('waits for its pace before handing out an item, and ends instead when returned meanwhile', async () => {
+    let release!: () => void;
+    let slow = true;
+    const queue = new EventQueue<number>(
+      () => undefined,
+      undefined,
+      10,
+      () => (slow ? new Promise<void>((resolve) => (release = resolve)) : undefined),
+    );
+    queue.push(1);
+    queue.push(2);
+    const first = queue.next();
+    slow = false;
+    release();
+    expect(await first).toEqual({ value: 1, done: false });
+    slow = true;
+    const second = queue.next();
+    await queue.return();
+    release();
+    expect(await second).toEqual({ value: undefined, done: true });
+  });
 });
 
 /** The numbers of the events a subscriber takes, as it takes them. */
