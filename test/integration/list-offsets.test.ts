@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { databases, startTestInstances } from '../helpers/app';
 import { graphqlDriver, restDriver, type Outcome } from '../helpers/drivers';
-import { createTrainer, deleteTrainer, unique, type TrainerFixture } from '../helpers/factories';
+import { createTrainer, deleteTrainer, signIn, unique, type TrainerFixture } from '../helpers/factories';
 import { redisReachable, REDIS_TEST_URL } from '../helpers/redis';
 import { Team } from '../../src/trainers/team';
 
@@ -87,6 +87,21 @@ describe.each(databases)('pages by offset across two instances on %s', (kind) =>
     expect(await within(300, () => restPage(b, 30, 20, Team.MYSTIC), await sqlPage(30, 20, Team.MYSTIC))).toEqual(
       await sqlPage(30, 20, Team.MYSTIC),
     );
+  });
+
+  it('moves a trainer between team pages at once when it changes team, on both instances', async () => {
+    if (!reachable) return;
+    const [a, b] = apps();
+    for (const app of apps()) {
+      for (const team of [Team.MYSTIC, Team.VALOR]) await restPage(app, 20, 20, team);
+    }
+    const [moving] = await sqlPage(5, 1, Team.MYSTIC);
+    const { token } = await signIn(a, moving);
+    expect(value(await graphqlDriver(a).updateMe(token, String(moving), { team: 'VALOR' })).team).toBe('VALOR');
+    for (const team of [Team.MYSTIC, Team.VALOR]) {
+      expect(await restPage(a, 20, 20, team)).toEqual(await sqlPage(20, 20, team));
+      expect(await within(300, () => restPage(b, 20, 20, team), await sqlPage(20, 20, team))).toEqual(await sqlPage(20, 20, team));
+    }
   });
 
   it('shows a trainer registered through one instance on the last page by offset of both at once', async () => {
