@@ -148,7 +148,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     warn: (details, message) => app.log.warn(details, message),
   });
-  const database = new DatabaseConnector(dataSource, app.log);
+  const database = new DatabaseConnector(dataSource, app.log, config.migrateOnStart);
   try {
     if (options.waitForDatabase ?? true) await database.connectOnce();
     else database.start();

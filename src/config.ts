@@ -44,6 +44,8 @@ export interface Config {
   readonly maxOffset: number;
   /** Take the client address from X-Forwarded-For (behind a load balancer). */
   readonly trustProxy: boolean | number | string;
+  /** Run pending migrations at start; false: only check, and serve nothing while any are pending. */
+  readonly migrateOnStart: boolean;
 }
 
 export class ConfigError extends Error {
@@ -164,6 +166,7 @@ const envSchema = z.object({
     .regex(/^(auto|[1-9]\d{0,2})$/, 'must be auto or a number of processes')
     .transform((v) => (v === 'auto' ? availableParallelism() : Number(v)))
     .default(1),
+  MIGRATE_ON_START: flag.default(true),
   TRUST_PROXY: z
     .string()
     .regex(/^(true|false|\d+|[0-9a-fA-F.:/, ]+)$/, 'must be true, false, a hop count or a list of proxy addresses')
@@ -271,5 +274,6 @@ export function loadConfig(env: Env = process.env): Config {
     slowQueryMs: e.SLOW_QUERY_MS,
     maxOffset: e.MAX_OFFSET,
     workers: e.WORKERS,
+    migrateOnStart: e.MIGRATE_ON_START,
   });
 }
