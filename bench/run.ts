@@ -5,6 +5,8 @@
 // smoke run. See README.md, "Performance".
 import autocannon, { type Request as AutocannonRequest, type Result } from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -167,7 +169,8 @@ async function baselineCounters(base: string): Promise<{ statements: number; req
 
 interface CaseSpec {
   name: string;
-  target: 'service' | 'baseline';
+  /** `traced`: a second instance of the service, the same but with tracing on (OTLP to a local sink). */
+  target: 'service' | 'baseline' | 'traced';
   requests: AutocannonRequest[];
   /** Fewer connections than the rest: a latency case (the time one request takes, without queueing). */
   connections?: number;
@@ -218,14 +221,34 @@ async function prepareDatabase(): Promise<{ url: string; seedSeconds: number | n
 interface Servers {
   service: ChildProcess;
   readonly baseline: ChildProcess;
+  /** The service with OTEL_EXPORTER_OTLP_ENDPOINT set (protobuf, the default protocol), exporting to `sink`. */
+  readonly traced: ChildProcess;
   readonly serviceBase: string;
   readonly baselineBase: string;
+  readonly tracedBase: string;
+  readonly sink: Server;
   /** Starts the service again, as `npm start` would (for the soak runs on a fresh process). */
   restartService(): Promise<void>;
   readonly nodeFlags: string[];
 }
 
-/** The service with the Node flags of `npm start` (what is deployed), and the baseline beside it; both ready. */
+/**
+ * An OTLP/HTTP receiver that takes every export and keeps nothing: what tracing costs the
+ * service, not what a collector costs.
+ */
+async function otlpSink(): Promise<Server> {
+  const sink = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((resolveListen) => sink.listen(0, '127.0.0.1', resolveListen));
+  return sink;
+}
+
+/**
+ * The service with the Node flags of `npm start` (what is deployed), the same with tracing on,
+ * and the baseline beside them; all ready.
+ */
 async function startServers(url: string): Promise<Servers> {
   const servicePort = 4600 + Math.floor(Math.random() * 300);
   const baselinePort = servicePort + 1000;
@@ -246,8 +269,22 @@ async function startServers(url: string): Promise<Servers> {
     LOGIN_MAX_FAILURES: '1000',
     WORKERS: options.workers,
   };
+  const sink = await otlpSink();
+  const tracedPort = servicePort + 2000;
   const servers: Servers = {
     service: start(entry, serviceEnv, 'service'),
+    traced: start(
+      entry,
+      {
+        ...serviceEnv,
+        PORT: String(tracedPort),
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+        OTEL_SERVICE_NAME: 'creature-registry-bench',
+      },
+      'traced',
+    ),
+    tracedBase: `http://127.0.0.1:${tracedPort}`,
+    sink,
     baseline: start(
       ['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'],
       { PORT: String(baselinePort), DATABASE_URL: url, JWT_SECRET },
@@ -264,6 +301,7 @@ async function startServers(url: string): Promise<Servers> {
     },
   };
   await waitFor(`${servers.serviceBase}/readyz`, servers.service);
+  await waitFor(`${servers.tracedBase}/readyz`, servers.traced);
   await waitFor(`${servers.baselineBase}/stats`, servers.baseline);
   return servers;
 }
@@ -331,6 +369,8 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
   return [
     { name: 'baseline GET /trainer/:id', target: 'baseline', requests: [get(() => `/trainer/${randomId()}`)] },
     { name: 'GraphQL trainer(id)', target: 'service', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
+    // The same requests to the instance with tracing on: what a span per request, operation and SQL statement costs.
+    { name: TRACED_CASE, target: 'traced', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
     { name: 'REST GET /trainer/:id', target: 'service', requests: [get(() => `/trainer/${randomId()}`)] },
     {
       name: 'REST GET /trainer (list)',
@@ -403,24 +443,26 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
 }
 
 const TRAINER_CASE = 'GraphQL trainer(id)';
+const TRACED_CASE = 'GraphQL trainer(id), tracing on';
 const PAGE_BASELINE_CASE = 'baseline nested page 100 × 10 (hand-written)';
 const STORM_CASE = 'GraphQL trainer(id) during 20 concurrent logins';
 const wanted = (name: string) => !args.only || name.includes(args.only);
 
 /** Warm-up (not recorded), then the cases in alternating rounds, each with its statements per request. */
 async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResult[]> {
-  const baseOf = (spec: CaseSpec) => (spec.target === 'service' ? servers.serviceBase : servers.baselineBase);
+  const baseOf = (spec: CaseSpec) =>
+    spec.target === 'service' ? servers.serviceBase : spec.target === 'traced' ? servers.tracedBase : servers.baselineBase;
   // The first case of a run would otherwise pay for both servers' JIT.
   for (const spec of cases) await run(baseOf(spec), spec.requests, options.connections, Math.min(2, options.duration));
   const results: CaseResult[] = [];
   const selected = cases.filter((c) => c.target === 'baseline' || wanted(c.name));
   for (let round = 1; round <= options.rounds; round += 1) {
     for (const spec of selected) {
-      const before = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(servers.serviceBase);
+      const before = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(baseOf(spec));
       const result = await run(baseOf(spec), spec.requests, spec.connections ?? options.connections, options.duration);
       // Requests still in flight when autocannon stops are answered (and counted) a moment later.
       await sleep(Math.max(300, 2 * result.latency.p99));
-      const after = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(servers.serviceBase);
+      const after = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(baseOf(spec));
       const answered = after.requests - before.requests;
       const statements = answered ? (after.statements - before.statements) / answered : 0;
       log(`round ${round} ${spec.name}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms`);
@@ -680,7 +722,9 @@ async function main(): Promise<void> {
     });
   } finally {
     servers.service.kill('SIGTERM');
+    servers.traced.kill('SIGTERM');
     servers.baseline.kill('SIGTERM');
+    servers.sink.close();
   }
 }
 

@@ -37,6 +37,7 @@ describe('npm run bench -- --quick', () => {
     expect([...byName.keys()]).toEqual([
       'baseline GET /trainer/:id',
       'GraphQL trainer(id)',
+      'GraphQL trainer(id), tracing on',
       'REST GET /trainer/:id',
       'REST GET /trainer (list)',
       'baseline nested page 100 × 10 (hand-written)',

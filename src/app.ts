@@ -23,6 +23,7 @@ import { registerObservability } from './ops/observability';
 import { registerSecurityHeaders } from './ops/security';
 import { restRoutes } from './rest/routes';
 import { createServices, type Services } from './services';
+import type { Tracing } from './telemetry/spans';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -91,6 +92,13 @@ function relayThroughRedis(redis: Redis, services: Services, app: FastifyInstanc
   );
 }
 
+/** The app's own spans; required only with tracing on, so that off loads nothing of OpenTelemetry. */
+function loadTracing(): Tracing {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Tracing } = require('./telemetry/spans') as typeof import('./telemetry/spans');
+  return new Tracing();
+}
+
 /** Builds the whole service on one database; it never listens (main.ts does). Close it with app.close(). */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -134,6 +142,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
   });
   routeEveryMethod(app);
+  const tracing = config.tracing ? loadTracing() : undefined;
+  if (tracing) app.addHook('onRequest', tracing.nameRequestSpan);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -159,7 +169,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     });
 
     const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
-    const services = createServices(dataSource, config, redis);
+    const services = createServices(dataSource, config, redis, tracing);
     app.decorate('services', services);
     if (redis) relayThroughRedis(redis, services, app);
     const purge = schedulePurge(services.sessions, app.log);
@@ -186,7 +196,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // The API's own scopes wait for the database; operations, docs and the IDE pages do not.
     const requireDatabase = databaseGate(database);
     await app.register(restRoutes, { services, requireDatabase });
-    await registerGraphQL(app, config, services, requireDatabase, { sessionCheckMs: options.sessionCheckMs, directAnswers });
+    await registerGraphQL(app, config, services, requireDatabase, { sessionCheckMs: options.sessionCheckMs, directAnswers, tracing });
     await app.ready();
     return app;
   } catch (error) {

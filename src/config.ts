@@ -46,6 +46,8 @@ export interface Config {
   readonly trustProxy: boolean | number | string;
   /** Run pending migrations at start; false: only check, and serve nothing while any are pending. */
   readonly migrateOnStart: boolean;
+  /** OpenTelemetry traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT set; telemetry/start.ts runs the SDK). */
+  readonly tracing: boolean;
 }
 
 export class ConfigError extends Error {
@@ -167,6 +169,10 @@ const envSchema = z.object({
     .transform((v) => (v === 'auto' ? availableParallelism() : Number(v)))
     .default(1),
   MIGRATE_ON_START: flag.default(true),
+  // Read by OpenTelemetry's exporters themselves (telemetry/sdk.ts); checked here so a mistake stops the start.
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ message: 'must be a URL such as http://collector:4318' }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ message: 'must be a URL such as http://collector:4318/v1/traces' }).optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['http/json', 'http/protobuf'], { message: 'must be http/json or http/protobuf' }).optional(),
   TRUST_PROXY: z
     .string()
     .regex(/^(true|false|\d+|[0-9a-fA-F.:/, ]+)$/, 'must be true, false, a hop count or a list of proxy addresses')
@@ -275,5 +281,6 @@ export function loadConfig(env: Env = process.env): Config {
     maxOffset: e.MAX_OFFSET,
     workers: e.WORKERS,
     migrateOnStart: e.MIGRATE_ON_START,
+    tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined,
   });
 }

@@ -17,6 +17,7 @@ import { SessionQueries } from './auth/session.queries';
 import { SessionService } from './auth/session.service';
 import { SessionEndings } from './auth/session-endings';
 import { CreatureEventBus } from './events/event-bus';
+import type { Tracing } from './telemetry/spans';
 
 /** The service layer both transports call. Built once per app; no module-level state. */
 export interface Services {
@@ -31,9 +32,12 @@ export interface Services {
   readonly hasher: PasswordHasher;
 }
 
-/** @param redis shared rate-limit counters, when several instances run (REDIS_URL) */
-export function createServices(dataSource: DataSource, config: Config, redis?: Redis): Services {
-  const sql = new Sql(dataSource, { timeoutMs: QUERY_TIMEOUT_MS, slowMs: config.slowQueryMs });
+/**
+ * @param redis shared rate-limit counters, when several instances run (REDIS_URL)
+ * @param tracing with tracing on: spans of the statements run on SQLite
+ */
+export function createServices(dataSource: DataSource, config: Config, redis?: Redis, tracing?: Tracing): Services {
+  const sql = new Sql(dataSource, { timeoutMs: QUERY_TIMEOUT_MS, slowMs: config.slowQueryMs }, tracing);
   const trainerQueries = new TrainerQueries(sql);
   const creatureQueries = new CreatureQueries(sql);
   const delay = new RefusalDelay(config.rateLimitedDelayMs);

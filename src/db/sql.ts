@@ -2,6 +2,7 @@ import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2';
 import type { DataSource, QueryResult } from 'typeorm';
 import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
 import { unavailableAsAppError } from './errors';
+import type { Tracing } from '../telemetry/spans';
 
 /*
  * How the modules' query files (trainer.queries.ts, creature.queries.ts) talk to the database:
@@ -71,9 +72,14 @@ export class Sql {
   private sqliteUnderWay = 0;
   private sqliteQuiet: (() => void) | undefined;
 
+  /**
+   * @param tracing with tracing on: a span per SQLite statement (MySQL's come from the mysql2
+   *   instrumentation, telemetry/sdk.ts)
+   */
   constructor(
     private readonly dataSource: DataSource,
     private readonly limits: SqlLimits,
+    private readonly tracing?: Pick<Tracing, 'statement'>,
   ) {}
 
   get isMysql(): boolean {
@@ -226,6 +232,11 @@ export class Sql {
 
   /** Reports the statement as slow when it took at least SLOW_QUERY_MS (TypeORM's own report is off). */
   private async timed<T>(sql: string, statement: () => Promise<T>): Promise<T> {
+    if (this.tracing) return this.tracing.statement('sqlite', sql, () => this.timedUntraced(sql, statement));
+    return this.timedUntraced(sql, statement);
+  }
+
+  private async timedUntraced<T>(sql: string, statement: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
       return await statement();

@@ -17,6 +17,7 @@ import {
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { KnownQuery } from './direct';
+import type { Tracing } from '../telemetry/spans';
 
 type Gateway = ApolloServerOptionsWithGateway<Record<string, unknown>>['gateway'];
 type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
@@ -144,9 +145,19 @@ export class CompilingExecutor {
       remember(source: string, query: KnownQuery): void;
       ranFor(request: unknown, source: string | undefined): ExecutionResult | undefined;
     },
+    /** With tracing on: a span around each operation's execution. */
+    private readonly tracing?: Pick<Tracing, 'operation'>,
   ) {}
 
-  readonly execute: Executor = async (requestContext) => {
+  readonly execute: Executor = (requestContext) => {
+    if (!this.tracing) return this.run(requestContext);
+    const type = requestContext.operation?.operation ?? 'query';
+    return this.tracing.operation(type, requestContext.operationName ?? requestContext.request.operationName, () =>
+      this.run(requestContext),
+    );
+  };
+
+  private readonly run: Executor = async (requestContext) => {
     const { document, request, context: contextValue } = requestContext;
     // Typed as always there, but Apollo calls the executor before it checks that the operation
     // name resolved (an unknown or empty operationName, several operations and none named): it

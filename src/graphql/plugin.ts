@@ -21,6 +21,7 @@ import { CompilingExecutor } from './executor';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 import { registerSubscriptions } from './subscriptions';
+import type { Tracing } from '../telemetry/spans';
 
 /**
  * Puts the operation name on the request, for logs and metrics, and refuses subscriptions, which
@@ -96,7 +97,7 @@ export async function registerGraphQL(
   config: Config,
   services: Services,
   requireDatabase: onRequestAsyncHookHandler,
-  options: { sessionCheckMs?: number; directAnswers?: { count: number } } = {},
+  options: { sessionCheckMs?: number; directAnswers?: { count: number }; tracing?: Tracing } = {},
 ): Promise<void> {
   const schema = await buildGraphQLSchema();
   const checkCost = costChecker(schema);
@@ -110,10 +111,10 @@ export async function registerGraphQL(
     clientIp: request.ip,
   });
   // Queries Apollo has run compiled are answered again without its pipeline (see DirectQueries).
-  const direct = new DirectQueries(schema, checkCost, contextFor, options.directAnswers);
+  const direct = new DirectQueries(schema, checkCost, contextFor, options.directAnswers, options.tracing);
   const apollo = new ApolloServer<GraphQLContext>({
     // Apollo parses, validates and formats; graphql-jit executes (see CompilingExecutor).
-    gateway: new CompilingExecutor(schema, direct).gateway(),
+    gateway: new CompilingExecutor(schema, direct, options.tracing).gateway(),
     validationRules: [...limitRules(), ...(config.graphqlIntrospection ? [] : [noIntrospection])],
     parseOptions: { maxTokens: LIMITS.tokens },
     documentStore: documentStore(),
