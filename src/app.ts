@@ -24,6 +24,10 @@ import { registerSecurityHeaders } from './ops/security';
 import { restRoutes } from './rest/routes';
 import { createServices, type Services } from './services';
 import type { Tracing } from './telemetry/spans';
+import { Replicas } from './db/replicas';
+import { replicaPoolOptions } from './db/data-source';
+import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
+import type { Pool } from 'mysql2';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -90,6 +94,17 @@ function relayThroughRedis(redis: Redis, services: Services, app: FastifyInstanc
   services.sessionEndings.relayThrough(
     new RedisSessionEndings(redis, subscriber, (ended) => services.sessionEndings.deliver(ended), app.log),
   );
+}
+
+/** The read replicas' pools, their probes and the primary's heartbeat; closed with the app. */
+function startReplicas(config: Config, dataSource: DataSource, app: FastifyInstance): Replicas {
+  const replicas = new Replicas(config.replicaUrls, config.replicaMaxLagMs, replicaPoolOptions(), app.log);
+  replicas.start(() => {
+    const driver = dataSource.isInitialized ? dataSource.driver : undefined;
+    return driver instanceof MysqlDriver ? (driver.pool as Pool | undefined) : undefined;
+  });
+  app.addHook('onClose', () => replicas.stop());
+  return replicas;
 }
 
 /** The app's own spans; required only with tracing on, so that off loads nothing of OpenTelemetry. */
@@ -168,8 +183,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       if (dataSource.isInitialized) await dataSource.destroy();
     });
 
+    const replicas = config.replicaUrls.length > 0 ? startReplicas(config, dataSource, app) : undefined;
     const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
-    const services = createServices(dataSource, config, redis, tracing);
+    const services = createServices(dataSource, config, redis, tracing, replicas);
     app.decorate('services', services);
     if (redis) relayThroughRedis(redis, services, app);
     const purge = schedulePurge(services.sessions, app.log);
@@ -178,7 +194,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
     app.setNotFoundHandler(problemNotFoundHandler);
-    registerObservability(app, dataSource, { statements, directAnswers }, config.metricsToken, services.hasher);
+    registerObservability(app, dataSource, { statements, directAnswers, replicas }, config.metricsToken, services.hasher);
     registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,

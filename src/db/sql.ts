@@ -3,6 +3,7 @@ import type { DataSource, QueryResult } from 'typeorm';
 import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
 import { unavailableAsAppError } from './errors';
 import type { Tracing } from '../telemetry/spans';
+import type { Replicas } from './replicas';
 
 /*
  * How the modules' query files (trainer.queries.ts, creature.queries.ts) talk to the database:
@@ -80,6 +81,8 @@ export class Sql {
     private readonly dataSource: DataSource,
     private readonly limits: SqlLimits,
     private readonly tracing?: Pick<Tracing, 'statement'>,
+    /** DATABASE_REPLICA_URLS: where reads marked `mayLag` go while one is healthy. */
+    private readonly replicas?: Replicas,
   ) {}
 
   get isMysql(): boolean {
@@ -94,12 +97,26 @@ export class Sql {
   /**
    * The rows of one SELECT. `prepared` (fixed-shape lookups; not LIMIT, which MySQL 8 refuses
    * as a bound double) parses the statement once per MySQL connection, which saves the
-   * database's CPU on every later call.
+   * database's CPU on every later call. `mayLag`: a read that may be answered a moment out of
+   * date (other trainers' data, lists, counts, search), sent to a healthy read replica when there
+   * is one; every other read is the primary's, so nobody misses their own writes. A replica that
+   * fails the read is taken out of turn and the primary answers instead.
    */
-  rows<T>(sql: string, params: readonly unknown[], { prepared = false } = {}): Promise<T[]> {
+  rows<T>(sql: string, params: readonly unknown[], { prepared = false, mayLag = false } = {}): Promise<T[]> {
     const pool = this.pool();
     if (!pool) return this.onSqlite(() => this.timed(sql, () => this.dataSource.query<T[]>(sql, [...params])));
-    return this.onPool<T[]>(pool, sql, params, prepared);
+    const replica = mayLag ? this.replicas?.pick() : undefined;
+    if (!replica) return this.onPool<T[]>(pool, sql, params, prepared);
+    replica.counted();
+    return this.onPool<T[]>(replica.pool, sql, params, prepared).catch(() => {
+      replica.failed();
+      return this.onPool<T[]>(pool, sql, params, prepared);
+    });
+  }
+
+  /** Whether reads marked `mayLag` can go anywhere but the primary (replicas are configured). */
+  get hasReplicas(): boolean {
+    return this.replicas !== undefined;
   }
 
   /** An INSERT, UPDATE or DELETE. */

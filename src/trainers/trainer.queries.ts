@@ -202,14 +202,24 @@ export class TrainerQueries {
     return inserted.insertId;
   }
 
+  /** Whether reads that may lag can go to a read replica (else they are the primary's anyway). */
+  get hasReplicas(): boolean {
+    return this.sql.hasReplicas;
+  }
+
   /**
    * Trainers by id, with their creature counts when `withCounts`, and the open sessions of those
    * in `callers` (the caller check: a logged-out session's access tokens stop working without a
    * statement of their own), in one statement (mergedRead).
    */
-  async byIds(ids: readonly number[], withCounts: boolean, callers: readonly number[] = []): Promise<TrainersById> {
+  async byIds(
+    ids: readonly number[],
+    withCounts: boolean,
+    callers: readonly number[] = [],
+    { mayLag = false } = {},
+  ): Promise<TrainersById> {
     const read = mergedRead(ids, callers, this.sql.date(new Date()), this.sql.isMysql);
-    const rows = await this.sql.rows<TrainerRow>(read.sql, read.params, { prepared: read.prepared });
+    const rows = await this.sql.rows<TrainerRow>(read.sql, read.params, { prepared: read.prepared, mayLag });
     const trainers = new Map<number, Trainer>();
     const liveSessions = new Map<number, readonly number[]>();
     for (const row of rows) {
@@ -234,6 +244,7 @@ export class TrainerQueries {
     limit: number,
     withCounts: boolean,
     fields?: readonly TrainerField[],
+    { mayLag = false } = {},
   ): Promise<Trainer[]> {
     const { from, where, params } = matching(conditions, afterId);
     const columns = fields ? ['t.id', ...fields.map((field) => COLUMN_OF[field])].join(', ') : COLUMNS;
@@ -248,7 +259,7 @@ export class TrainerQueries {
       offset > 0 && conditions.nicknameContains === undefined
         ? `SELECT ${columns}${counted} FROM (SELECT t.id FROM trainer t${conditionsSql}${window}) p JOIN trainer t ON t.id = p.id ORDER BY t.id`
         : `SELECT ${columns}${counted} FROM ${from}${conditionsSql}${window}`;
-    const rows = await this.sql.rows<TrainerRow>(sql, params);
+    const rows = await this.sql.rows<TrainerRow>(sql, params, { mayLag });
     return rows.map(toTrainer);
   }
 
@@ -257,7 +268,7 @@ export class TrainerQueries {
    * rows, however many trainers), the nickname key's one row, or the distinct trainers of a range
    * of trainer_nickname_suffix.
    */
-  async count(conditions: TrainerConditions): Promise<number> {
+  async count(conditions: TrainerConditions, { mayLag = false } = {}): Promise<number> {
     let sql: string;
     let params: unknown[];
     if (conditions.nicknameContains !== undefined || conditions.nickname !== undefined) {
@@ -271,7 +282,7 @@ export class TrainerQueries {
       sql = 'SELECT COALESCE(SUM(n), 0) AS n FROM trainer_count';
       params = [];
     }
-    const [row] = await this.sql.rows<{ n: number | string }>(sql, params, { prepared: true });
+    const [row] = await this.sql.rows<{ n: number | string }>(sql, params, { prepared: true, mayLag });
     return sqlInt(row?.n ?? 0);
   }
 
@@ -332,8 +343,9 @@ export class TrainerQueries {
   }
 
   /** How many creatures the trainer owns; null when there is no such trainer. */
-  async creaturesOwned(id: number): Promise<number | null> {
+  async creaturesOwned(id: number, { mayLag = false } = {}): Promise<number | null> {
     const [row] = await this.sql.rows<{ n: number | string }>('SELECT creatures_owned AS n FROM trainer WHERE id = ?', [id], {
+      mayLag,
       prepared: true,
     });
     return row ? sqlInt(row.n) : null;

@@ -86,6 +86,17 @@ export class TrainerService {
     maxBatchSize: 1000,
   });
 
+  /**
+   * Single-trainer reads that may lag (another trainer's profile), merged like `reads` but sent
+   * to a read replica; used only when there are replicas (otherwise `reads` merges them with the
+   * caller checks, one statement for both).
+   */
+  private readonly laggingReads = new DataLoader<TrainerRead, Trainer | null>((keys) => this.readBatch(keys, true), {
+    cache: false,
+    batchScheduleFn: (run) => setImmediate(run),
+    maxBatchSize: 1000,
+  });
+
   constructor(
     private readonly queries: TrainerQueries,
     private readonly hasher: PasswordHasher,
@@ -149,8 +160,8 @@ export class TrainerService {
    * A trainer by id, with `creaturesOwned` read in the same statement when `withCount`. Merged
    * with every other trainer read of this turn, this request's and others' (see `reads`).
    */
-  findById(id: number, { withCount = false } = {}): Promise<Trainer | null> {
-    return this.reads.load({ id, count: withCount });
+  findById(id: number, { withCount = false, mayLag = false } = {}): Promise<Trainer | null> {
+    return (mayLag && this.queries.hasReplicas ? this.laggingReads : this.reads).load({ id, count: withCount });
   }
 
   /**
@@ -168,7 +179,7 @@ export class TrainerService {
     return found.filter((trainer): trainer is Trainer => trainer !== null);
   }
 
-  private async readBatch(keys: readonly TrainerRead[]): Promise<(Trainer | null)[]> {
+  private async readBatch(keys: readonly TrainerRead[], mayLag = false): Promise<(Trainer | null)[]> {
     const ids = new Set<number>();
     const callers = new Set<number>();
     let withCounts = false;
@@ -178,7 +189,7 @@ export class TrainerService {
       withCounts ||= key.count;
     }
     // Counts are a column: read for all when any read asks (only those that asked keep theirs, below).
-    const found = await this.queries.byIds([...ids], withCounts, [...callers]);
+    const found = await this.queries.byIds([...ids], withCounts, [...callers], { mayLag });
     // A trainer object per read: requests never share one (the last read of an id takes the
     // object its row became, earlier ones a copy made before it changes), and only those that
     // asked get the count.
@@ -233,10 +244,10 @@ export class TrainerService {
     return { items: items.map((trainer) => profileOf(trainer, viewerId)), totalCount, limit, offset, nextCursor };
   }
 
-  /** How many trainers match `filter` (a nickname outside the nickname rules matches none). */
+  /** How many trainers match `filter` (a nickname outside the nickname rules matches none). Counts may lag. */
   private count(filter: TrainerConditions): Promise<number> {
     if (filter.nickname !== undefined && !isNickname(filter.nickname)) return Promise.resolve(0);
-    return this.queries.count(filter);
+    return this.queries.count(filter, { mayLag: true });
   }
 
   private async pageOf(
@@ -254,8 +265,8 @@ export class TrainerService {
     const afterId = after === undefined ? 0 : this.cursors.decode(after);
     // A nickname outside the nickname rules finds nobody (MariaDB's PAD SPACE comparison would find `ash` for `ash  `).
     if (filter.nickname !== undefined && !isNickname(filter.nickname)) return { items: [], nextCursor: null };
-    // One more than the page: whether another follows.
-    const rows = await this.queries.page(filter, afterId, offset, limit + 1, withCounts, fields);
+    // One more than the page: whether another follows. Lists may lag (a read replica's, when there is one).
+    const rows = await this.queries.page(filter, afterId, offset, limit + 1, withCounts, fields, { mayLag: true });
     const items = rows.slice(0, limit);
     const nextCursor = rows.length > limit ? this.cursors.encode(items[items.length - 1].id) : null;
     return { items, nextCursor };
@@ -285,7 +296,8 @@ export class TrainerService {
    * RequestAuth.alongside, in the same statement); NOT_FOUND when there is no such trainer.
    */
   async profile(id: number, viewerId: number): Promise<TrainerProfile> {
-    const found = await this.findById(id, { withCount: true });
+    // Another trainer's profile may lag; the caller's own never does.
+    const found = await this.findById(id, { withCount: true, mayLag: id !== viewerId });
     if (!found) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
     return profileOf(found, viewerId);
   }
