@@ -48,6 +48,8 @@ const { values: args } = parseArgs({
     // With --scale: the sizes, comma-separated (default 100000,5000000).
     sizes: { type: 'string' },
     'redis-url': { type: 'string' },
+    // The read replica of the case "one replica" (default: the bench database itself, reached as a replica).
+    'replica-url': { type: 'string' },
     // With --events: write each instance's CPU profile (node --cpu-prof) into this folder.
     'cpu-prof': { type: 'string' },
     subscribers: { type: 'string' },
@@ -169,8 +171,11 @@ async function baselineCounters(base: string): Promise<{ statements: number; req
 
 interface CaseSpec {
   name: string;
-  /** `traced`: a second instance of the service, the same but with tracing on (OTLP to a local sink). */
-  target: 'service' | 'baseline' | 'traced';
+  /**
+   * `traced`: a second instance of the service, the same but with tracing on (OTLP to a local
+   * sink); `replicated`: a third, with one read replica (MySQL runs only).
+   */
+  target: 'service' | 'baseline' | 'traced' | 'replicated';
   requests: AutocannonRequest[];
   /** Fewer connections than the rest: a latency case (the time one request takes, without queueing). */
   connections?: number;
@@ -226,6 +231,9 @@ interface Servers {
   readonly serviceBase: string;
   readonly baselineBase: string;
   readonly tracedBase: string;
+  /** The service with DATABASE_REPLICA_URLS set (MySQL runs only). */
+  readonly replicated: ChildProcess | undefined;
+  readonly replicatedBase: string;
   readonly sink: Server;
   /** Starts the service again, as `npm start` would (for the soak runs on a fresh process). */
   restartService(): Promise<void>;
@@ -271,6 +279,8 @@ async function startServers(url: string): Promise<Servers> {
   };
   const sink = await otlpSink();
   const tracedPort = servicePort + 2000;
+  const replicatedPort = servicePort + 3000;
+  const replicaUrl = args['replica-url'] ?? process.env.BENCH_REPLICA_URL ?? url;
   const servers: Servers = {
     service: start(entry, serviceEnv, 'service'),
     traced: start(
@@ -284,6 +294,10 @@ async function startServers(url: string): Promise<Servers> {
       'traced',
     ),
     tracedBase: `http://127.0.0.1:${tracedPort}`,
+    replicated: url.startsWith('mysql:')
+      ? start(entry, { ...serviceEnv, PORT: String(replicatedPort), DATABASE_REPLICA_URLS: replicaUrl }, 'replicated')
+      : undefined,
+    replicatedBase: `http://127.0.0.1:${replicatedPort}`,
     sink,
     baseline: start(
       ['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'],
@@ -302,12 +316,13 @@ async function startServers(url: string): Promise<Servers> {
   };
   await waitFor(`${servers.serviceBase}/readyz`, servers.service);
   await waitFor(`${servers.tracedBase}/readyz`, servers.traced);
+  if (servers.replicated) await waitFor(`${servers.replicatedBase}/readyz`, servers.replicated);
   await waitFor(`${servers.baselineBase}/stats`, servers.baseline);
   return servers;
 }
 
 /** Every case, with the requests autocannon sends (as the seeded trainer bench1). */
-async function benchCases(serviceBase: string, baselineBase: string): Promise<CaseSpec[]> {
+async function benchCases(serviceBase: string, baselineBase: string, replicated: boolean): Promise<CaseSpec[]> {
   const login = await fetch(`${serviceBase}/trainer/authenticate`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -377,6 +392,16 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
       target: 'service',
       requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * deepest)}`)],
     },
+    // The same list from an instance with one read replica (lists are the replica's): MySQL runs only.
+    ...(replicated
+      ? [
+          {
+            name: 'REST GET /trainer (list), one replica',
+            target: 'replicated' as const,
+            requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * deepest)}`)],
+          },
+        ]
+      : []),
     {
       name: PAGE_BASELINE_CASE,
       target: 'baseline',
@@ -450,8 +475,13 @@ const wanted = (name: string) => !args.only || name.includes(args.only);
 
 /** Warm-up (not recorded), then the cases in alternating rounds, each with its statements per request. */
 async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResult[]> {
-  const baseOf = (spec: CaseSpec) =>
-    spec.target === 'service' ? servers.serviceBase : spec.target === 'traced' ? servers.tracedBase : servers.baselineBase;
+  const bases = {
+    service: servers.serviceBase,
+    traced: servers.tracedBase,
+    replicated: servers.replicatedBase,
+    baseline: servers.baselineBase,
+  } as const;
+  const baseOf = (spec: CaseSpec) => bases[spec.target];
   // The first case of a run would otherwise pay for both servers' JIT.
   for (const spec of cases) await run(baseOf(spec), spec.requests, options.connections, Math.min(2, options.duration));
   const results: CaseResult[] = [];
@@ -701,7 +731,7 @@ async function main(): Promise<void> {
       await abuseSection(servers);
       return;
     }
-    const cases = await benchCases(servers.serviceBase, servers.baselineBase);
+    const cases = await benchCases(servers.serviceBase, servers.baselineBase, servers.replicated !== undefined);
     const trainerCase = cases.find((c) => c.name === TRAINER_CASE)!;
     const results = await runRounds(cases, servers);
     if (wanted(STORM_CASE)) results.push(await runLoginStorm(trainerCase, servers.serviceBase));
@@ -723,6 +753,7 @@ async function main(): Promise<void> {
   } finally {
     servers.service.kill('SIGTERM');
     servers.traced.kill('SIGTERM');
+    servers.replicated?.kill('SIGTERM');
     servers.baseline.kill('SIGTERM');
     servers.sink.close();
   }
