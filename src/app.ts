@@ -97,8 +97,9 @@ function relayThroughRedis(redis: Redis, services: Services, app: FastifyInstanc
 }
 
 /** The read replicas' pools, their probes and the primary's heartbeat; closed with the app. */
-function startReplicas(config: Config, dataSource: DataSource, app: FastifyInstance): Replicas {
-  const replicas = new Replicas(config.replicaUrls, config.replicaMaxLagMs, replicaPoolOptions(), app.log);
+function startReplicas(config: Config, dataSource: DataSource, app: FastifyInstance, tracing?: Tracing): Replicas {
+  const untraced = tracing && (<T>(work: () => T): T => tracing.untraced(work));
+  const replicas = new Replicas(config.replicaUrls, config.replicaMaxLagMs, replicaPoolOptions(), app.log, untraced);
   replicas.start(() => {
     const driver = dataSource.isInitialized ? dataSource.driver : undefined;
     return driver instanceof MysqlDriver ? (driver.pool as Pool | undefined) : undefined;
@@ -183,7 +184,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       if (dataSource.isInitialized) await dataSource.destroy();
     });
 
-    const replicas = config.replicaUrls.length > 0 ? startReplicas(config, dataSource, app) : undefined;
+    const replicas = config.replicaUrls.length > 0 ? startReplicas(config, dataSource, app, tracing) : undefined;
     const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
     const services = createServices(dataSource, config, redis, tracing, replicas);
     app.decorate('services', services);

@@ -49,6 +49,8 @@ export class Replicas {
     private readonly maxLagMs: number,
     poolOptions: Record<string, unknown>,
     private readonly log: ReplicaLog,
+    /** With tracing on: runs the heartbeat and probes without spans (eight a second would bury the requests'). */
+    private readonly untraced: <T>(work: () => T) => T = (work) => work(),
   ) {
     this.replicas = urls.map((uri, i) => ({
       name: `replica${i + 1}`,
@@ -84,6 +86,7 @@ export class Replicas {
   /** Starts the heartbeat on the primary and the probes, once the primary is connected. */
   start(primary: () => Pool | undefined): void {
     let created = false;
+    let warned = false;
     const beat = () => {
       const pool = primary();
       if (!pool || this.stopped) return;
@@ -91,15 +94,19 @@ export class Replicas {
       if (created) write();
       else
         pool.query({ sql: CREATE_HEARTBEAT, timeout: 5000 }, (error) => {
-          if (error) return this.log.warn({ err: error }, 'replicas: the heartbeat table could not be created on the primary');
+          if (error) {
+            if (!warned) this.log.warn({ err: error }, 'replicas: the heartbeat table could not be created on the primary');
+            warned = true;
+            return;
+          }
           created = true;
           write();
         });
     };
-    this.timers.push(setInterval(beat, BEAT_MS));
-    for (const replica of this.replicas) this.timers.push(setInterval(() => this.probe(replica), PROBE_MS));
+    this.timers.push(setInterval(() => this.untraced(beat), BEAT_MS));
+    for (const replica of this.replicas) this.timers.push(setInterval(() => this.untraced(() => this.probe(replica)), PROBE_MS));
     for (const timer of this.timers) timer.unref();
-    beat();
+    this.untraced(beat);
   }
 
   async stop(): Promise<void> {

@@ -1,4 +1,5 @@
-import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context } from '@opentelemetry/api';
+import { suppressTracing } from '@opentelemetry/core';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context } from '@opentelemetry/api';
 import type { FastifyRequest } from 'fastify';
 import type { IncomingHttpHeaders } from 'node:http';
 
@@ -65,6 +66,11 @@ export class Tracing {
         span.end();
       }
     });
+  }
+
+  /** Runs `work` (and what it starts) without spans: the service's own background chores. */
+  untraced<T>(work: () => T): T {
+    return context.with(suppressTracing(context.active()), work);
   }
 
   /** The trace a WebSocket connection continues: the traceparent of its upgrade request, if any. */
