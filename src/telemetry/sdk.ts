@@ -3,7 +3,6 @@ import type { Span } from '@opentelemetry/api';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
-import { GraphQLInstrumentation } from '@opentelemetry/instrumentation-graphql';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { MySQL2Instrumentation } from '@opentelemetry/instrumentation-mysql2';
@@ -43,7 +42,7 @@ export function protocolOf(env: Record<string, string | undefined>): 'http/json'
 /**
  * Traces over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (the exporters add /v1/traces and read
  * the other OTEL_EXPORTER_OTLP_* settings themselves), in JSON or protobuf. Spans: each HTTP
- * request (continuing an incoming W3C traceparent), GraphQL parse and validate, each SQL
+ * request (continuing an incoming W3C traceparent), each SQL
  * statement on MySQL (its text with placeholders, never the values), each Redis command (its
  * name only); the app adds GraphQL operations and WebSocket messages (spans.ts). Log lines
  * written inside a span carry its trace_id and span_id.
@@ -74,9 +73,10 @@ export function startTracing(env: Record<string, string | undefined>): Telemetry
           if (!('setHeader' in request)) withoutQueryValues(span, request);
         },
       }),
-      // Literal values in documents become '*'; resolvers are not traced one by one (the
-      // operation's span, the SQL and Redis spans say where its time went).
-      new GraphQLInstrumentation({ allowValues: false, ignoreResolveSpans: true, ignoreTrivialResolveSpans: true }),
+      // No instrumentation of graphql-js: most operations never reach its execute (graphql-jit,
+      // direct answers), so the service makes each operation's span itself (spans.ts); and its
+      // validate span records the validation errors' messages, which quote the document's
+      // literal values (`String cannot represent a non string value: 123`).
       // The statement's text with its placeholders: without maskStatement, mysql2's instrumentation writes the values into it.
       new MySQL2Instrumentation({ maskStatement: true }),
       // The command's name only: keys name accounts and addresses (login counters), values carry events.

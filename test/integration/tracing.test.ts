@@ -84,6 +84,8 @@ describe.each(cases)('traces on %s over OTLP %s', (kind, protocol) => {
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
         OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
         OTEL_BSP_SCHEDULE_DELAY: '200',
+        // Counted in the shared Redis across runs: the registration limit has its own test.
+        REGISTER_IP_PER_HOUR: '1000000',
         ...(withRedis ? { REDIS_URL: REDIS_TEST_URL } : {}),
       },
     });
@@ -106,6 +108,7 @@ describe.each(cases)('traces on %s over OTLP %s', (kind, protocol) => {
       nickname: `tracer_${unique}`,
       firstName: `Firstname${unique}`,
       creature: `Sparky${unique}`,
+      number: String(100_000_000 + parseInt(unique, 16)),
     };
     const traceId = randomBytes(16).toString('hex');
     const parentId = randomBytes(8).toString('hex');
@@ -121,7 +124,7 @@ describe.each(cases)('traces on %s over OTLP %s', (kind, protocol) => {
     // REST, continuing the caller's trace.
     const registered = await post(
       '/trainer',
-      { ...secrets, lastName: 'Trace', team: 'MYSTIC', creature: undefined },
+      { ...secrets, lastName: 'Trace', team: 'MYSTIC', creature: undefined, number: undefined },
       { traceparent: `00-${traceId}-${parentId}-01` },
     );
     expect(registered.status).toBe(201);
@@ -139,6 +142,11 @@ describe.each(cases)('traces on %s over OTLP %s', (kind, protocol) => {
       query: `mutation { authenticate(email: "${secrets.email}", password: "${secrets.password}") { token } }`,
     });
     expect(inline.status).toBe(200);
+    // A literal of the wrong type: graphql-js's validation message quotes it.
+    const invalid = await post('/graphql', {
+      query: `mutation { authenticate(email: "${secrets.email}", password: ${secrets.number}) { token } }`,
+    });
+    expect(invalid.status).toBe(400);
     const auth = { authorization: `Bearer ${token}` };
 
     // A query sent often enough to be compiled, then answered directly (graphql/direct.ts).
@@ -190,7 +198,6 @@ describe.each(cases)('traces on %s over OTLP %s', (kind, protocol) => {
 
     // A span per GraphQL operation, inside its request's trace, on every route (the direct answers too).
     const byId = new Map(spans.map((s) => [s.spanId, s]));
-    // The service's own (graphql-js's instrumentation adds its parse, validate and execute spans where graphql-js runs).
     const operations = spans.filter((s) => s.scope === 'creature-registry' && !s.name.startsWith('graphql-ws'));
     const getTrainer = operations.filter((s) => s.name === 'query GetTrainer');
     expect(getTrainer).toHaveLength(reads);
