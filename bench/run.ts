@@ -6,6 +6,8 @@
 import autocannon, { type Request as AutocannonRequest, type Result } from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -46,6 +48,8 @@ const { values: args } = parseArgs({
     // With --scale: the sizes, comma-separated (default 100000,5000000).
     sizes: { type: 'string' },
     'redis-url': { type: 'string' },
+    // The read replica of the case "one replica" (default: the bench database itself, reached as a replica).
+    'replica-url': { type: 'string' },
     // With --events: write each instance's CPU profile (node --cpu-prof) into this folder.
     'cpu-prof': { type: 'string' },
     subscribers: { type: 'string' },
@@ -167,7 +171,11 @@ async function baselineCounters(base: string): Promise<{ statements: number; req
 
 interface CaseSpec {
   name: string;
-  target: 'service' | 'baseline';
+  /**
+   * `traced`: a second instance of the service, the same but with tracing on (OTLP to a local
+   * sink); `replicated`: a third, with one read replica (MySQL runs only).
+   */
+  target: 'service' | 'baseline' | 'traced' | 'replicated';
   requests: AutocannonRequest[];
   /** Fewer connections than the rest: a latency case (the time one request takes, without queueing). */
   connections?: number;
@@ -244,16 +252,37 @@ function writeManifest(): string {
 interface Servers {
   service: ChildProcess;
   readonly baseline: ChildProcess;
+  /** The service with OTEL_EXPORTER_OTLP_ENDPOINT set (protobuf, the default protocol), exporting to `sink`. */
+  readonly traced: ChildProcess;
   readonly serviceBase: string;
   readonly baselineBase: string;
+  readonly tracedBase: string;
+  /** The service with DATABASE_REPLICA_URLS set (MySQL runs only). */
+  readonly replicated: ChildProcess | undefined;
+  readonly replicatedBase: string;
+  readonly sink: Server;
   /** Starts the service again, as `npm start` would (for the soak runs on a fresh process). */
   restartService(): Promise<void>;
   readonly nodeFlags: string[];
 }
 
 /**
- * The service with the Node flags of `npm start` (what is deployed), and the baseline beside it;
- * both ready. With `trusted`, the service runs only the bench's own documents (writeManifest).
+ * An OTLP/HTTP receiver that takes every export and keeps nothing: what tracing costs the
+ * service, not what a collector costs.
+ */
+async function otlpSink(): Promise<Server> {
+  const sink = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((resolveListen) => sink.listen(0, '127.0.0.1', resolveListen));
+  return sink;
+}
+
+/**
+ * The service with the Node flags of `npm start` (what is deployed), the same with tracing on,
+ * and the baseline beside them; all ready. With `trusted`, the services run only the bench's own
+ * documents (writeManifest).
  */
 async function startServers(url: string, trusted: boolean): Promise<Servers> {
   const servicePort = 4600 + Math.floor(Math.random() * 300);
@@ -276,8 +305,28 @@ async function startServers(url: string, trusted: boolean): Promise<Servers> {
     WORKERS: options.workers,
     ...(trusted ? { TRUSTED_DOCUMENTS: writeManifest() } : {}),
   };
+  const sink = await otlpSink();
+  const tracedPort = servicePort + 2000;
+  const replicatedPort = servicePort + 3000;
+  const replicaUrl = args['replica-url'] ?? process.env.BENCH_REPLICA_URL ?? url;
   const servers: Servers = {
     service: start(entry, serviceEnv, 'service'),
+    traced: start(
+      entry,
+      {
+        ...serviceEnv,
+        PORT: String(tracedPort),
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+        OTEL_SERVICE_NAME: 'creature-registry-bench',
+      },
+      'traced',
+    ),
+    tracedBase: `http://127.0.0.1:${tracedPort}`,
+    replicated: url.startsWith('mysql:')
+      ? start(entry, { ...serviceEnv, PORT: String(replicatedPort), DATABASE_REPLICA_URLS: replicaUrl }, 'replicated')
+      : undefined,
+    replicatedBase: `http://127.0.0.1:${replicatedPort}`,
+    sink,
     baseline: start(
       ['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'],
       { PORT: String(baselinePort), DATABASE_URL: url, JWT_SECRET },
@@ -294,12 +343,14 @@ async function startServers(url: string, trusted: boolean): Promise<Servers> {
     },
   };
   await waitFor(`${servers.serviceBase}/readyz`, servers.service);
+  await waitFor(`${servers.tracedBase}/readyz`, servers.traced);
+  if (servers.replicated) await waitFor(`${servers.replicatedBase}/readyz`, servers.replicated);
   await waitFor(`${servers.baselineBase}/stats`, servers.baseline);
   return servers;
 }
 
 /** Every case, with the requests autocannon sends (as the seeded trainer bench1). */
-async function benchCases(serviceBase: string, baselineBase: string): Promise<CaseSpec[]> {
+async function benchCases(serviceBase: string, baselineBase: string, replicated: boolean): Promise<CaseSpec[]> {
   const login = await fetch(`${serviceBase}/trainer/authenticate`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -368,12 +419,24 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
         },
       ],
     },
+    // The same requests to the instance with tracing on: what a span per request, operation and SQL statement costs.
+    { name: TRACED_CASE, target: 'traced', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
     { name: 'REST GET /trainer/:id', target: 'service', requests: [get(() => `/trainer/${randomId()}`)] },
     {
       name: 'REST GET /trainer (list)',
       target: 'service',
       requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * deepest)}`)],
     },
+    // The same list from an instance with one read replica (lists are the replica's): MySQL runs only.
+    ...(replicated
+      ? [
+          {
+            name: 'REST GET /trainer (list), one replica',
+            target: 'replicated' as const,
+            requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * deepest)}`)],
+          },
+        ]
+      : []),
     {
       name: PAGE_BASELINE_CASE,
       target: 'baseline',
@@ -440,24 +503,31 @@ async function benchCases(serviceBase: string, baselineBase: string): Promise<Ca
 }
 
 const TRAINER_CASE = 'GraphQL trainer(id)';
+const TRACED_CASE = 'GraphQL trainer(id), tracing on';
 const PAGE_BASELINE_CASE = 'baseline nested page 100 × 10 (hand-written)';
 const STORM_CASE = 'GraphQL trainer(id) during 20 concurrent logins';
 const wanted = (name: string) => !args.only || name.includes(args.only);
 
 /** Warm-up (not recorded), then the cases in alternating rounds, each with its statements per request. */
 async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResult[]> {
-  const baseOf = (spec: CaseSpec) => (spec.target === 'service' ? servers.serviceBase : servers.baselineBase);
+  const bases = {
+    service: servers.serviceBase,
+    traced: servers.tracedBase,
+    replicated: servers.replicatedBase,
+    baseline: servers.baselineBase,
+  } as const;
+  const baseOf = (spec: CaseSpec) => bases[spec.target];
   // The first case of a run would otherwise pay for both servers' JIT.
   for (const spec of cases) await run(baseOf(spec), spec.requests, options.connections, Math.min(2, options.duration));
   const results: CaseResult[] = [];
   const selected = cases.filter((c) => c.target === 'baseline' || wanted(c.name));
   for (let round = 1; round <= options.rounds; round += 1) {
     for (const spec of selected) {
-      const before = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(servers.serviceBase);
+      const before = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(baseOf(spec));
       const result = await run(baseOf(spec), spec.requests, spec.connections ?? options.connections, options.duration);
       // Requests still in flight when autocannon stops are answered (and counted) a moment later.
       await sleep(Math.max(300, 2 * result.latency.p99));
-      const after = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(servers.serviceBase);
+      const after = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(baseOf(spec));
       const answered = after.requests - before.requests;
       const statements = answered ? (after.statements - before.statements) / answered : 0;
       log(`round ${round} ${spec.name}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms`);
@@ -710,7 +780,7 @@ async function main(): Promise<void> {
       await abuseSection(servers);
       return;
     }
-    const cases = await benchCases(servers.serviceBase, servers.baselineBase);
+    const cases = await benchCases(servers.serviceBase, servers.baselineBase, servers.replicated !== undefined);
     const trainerCase = cases.find((c) => c.name === TRAINER_CASE)!;
     const results = await runRounds(cases, servers);
     if (wanted(STORM_CASE)) results.push(await runLoginStorm(trainerCase, servers.serviceBase));
@@ -731,7 +801,10 @@ async function main(): Promise<void> {
     });
   } finally {
     servers.service.kill('SIGTERM');
+    servers.traced.kill('SIGTERM');
+    servers.replicated?.kill('SIGTERM');
     servers.baseline.kill('SIGTERM');
+    servers.sink.close();
   }
 }
 

@@ -38,6 +38,7 @@ describe('npm run bench -- --quick', () => {
       'baseline GET /trainer/:id',
       'GraphQL trainer(id)',
       'GraphQL trainer(id) by documentId',
+      'GraphQL trainer(id), tracing on',
       'REST GET /trainer/:id',
       'REST GET /trainer (list)',
       'baseline nested page 100 × 10 (hand-written)',

@@ -25,6 +25,11 @@ import { registerObservability } from './ops/observability';
 import { registerSecurityHeaders } from './ops/security';
 import { restRoutes } from './rest/routes';
 import { createServices, type Services } from './services';
+import type { Tracing } from './telemetry/spans';
+import { Replicas } from './db/replicas';
+import { replicaPoolOptions } from './db/data-source';
+import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
+import type { Pool } from 'mysql2';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -94,6 +99,25 @@ function relayThroughRedis(redis: Redis, services: Services, app: FastifyInstanc
   services.lists.relayThrough(new RedisListChanges(redis, subscriber, (change) => services.lists.deliver(change), app.log));
 }
 
+/** The read replicas' pools, their probes and the primary's heartbeat; closed with the app. */
+function startReplicas(config: Config, dataSource: DataSource, app: FastifyInstance, tracing?: Tracing): Replicas {
+  const untraced = tracing && (<T>(work: () => T): T => tracing.untraced(work));
+  const replicas = new Replicas(config.replicaUrls, config.replicaMaxLagMs, replicaPoolOptions(), app.log, untraced);
+  replicas.start(() => {
+    const driver = dataSource.isInitialized ? dataSource.driver : undefined;
+    return driver instanceof MysqlDriver ? (driver.pool as Pool | undefined) : undefined;
+  });
+  app.addHook('onClose', () => replicas.stop());
+  return replicas;
+}
+
+/** The app's own spans; required only with tracing on, so that off loads nothing of OpenTelemetry. */
+function loadTracing(): Tracing {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Tracing } = require('./telemetry/spans') as typeof import('./telemetry/spans');
+  return new Tracing();
+}
+
 /** Builds the whole service on one database; it never listens (main.ts does). Close it with app.close(). */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -137,6 +161,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
   });
   routeEveryMethod(app);
+  const tracing = config.tracing ? loadTracing() : undefined;
+  if (tracing) app.addHook('onRequest', tracing.nameRequestSpan);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -153,7 +179,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     warn: (details, message) => app.log.warn(details, message),
   });
-  const database = new DatabaseConnector(dataSource, app.log);
+  const database = new DatabaseConnector(dataSource, app.log, config.migrateOnStart);
   try {
     if (options.waitForDatabase ?? true) await database.connectOnce();
     else database.start();
@@ -163,8 +189,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       if (dataSource.isInitialized) await dataSource.destroy();
     });
 
+    const replicas = config.replicaUrls.length > 0 ? startReplicas(config, dataSource, app, tracing) : undefined;
     const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
-    const services = createServices(dataSource, config, redis);
+    const services = createServices(dataSource, config, redis, tracing, replicas);
     app.decorate('services', services);
     if (redis) relayThroughRedis(redis, services, app);
     const purge = schedulePurge(services.sessions, app.log);
@@ -173,7 +200,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
     app.setNotFoundHandler(problemNotFoundHandler);
-    registerObservability(app, dataSource, { statements, directAnswers, documents }, config.metricsToken, services.hasher);
+    registerObservability(app, dataSource, { statements, directAnswers, documents, replicas }, config.metricsToken, services.hasher);
     registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,
@@ -191,7 +218,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // The API's own scopes wait for the database; operations, docs and the IDE pages do not.
     const requireDatabase = databaseGate(database);
     await app.register(restRoutes, { services, requireDatabase });
-    await registerGraphQL(app, config, services, requireDatabase, { sessionCheckMs: options.sessionCheckMs, directAnswers, documents });
+    await registerGraphQL(app, config, services, requireDatabase, { sessionCheckMs: options.sessionCheckMs, directAnswers, documents, tracing });
     await app.ready();
     return app;
   } catch (error) {

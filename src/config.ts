@@ -46,6 +46,14 @@ export interface Config {
   readonly trustProxy: boolean | number | string;
   /** TRUSTED_DOCUMENTS: the manifest's file and its documents (SHA-256 of the text in hex -> the text). */
   readonly trustedDocuments: TrustedDocumentsManifest | undefined;
+  /** Run pending migrations at start; false: only check, and serve nothing while any are pending. */
+  readonly migrateOnStart: boolean;
+  /** Read replicas of the MySQL primary (DATABASE_REPLICA_URLS). */
+  readonly replicaUrls: readonly string[];
+  /** A replica further behind than this gets no reads until it catches up (REPLICA_MAX_LAG). */
+  readonly replicaMaxLagMs: number;
+  /** OpenTelemetry traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT set; telemetry/start.ts runs the SDK). */
+  readonly tracing: boolean;
 }
 
 export interface TrustedDocumentsManifest {
@@ -171,6 +179,31 @@ const envSchema = z.object({
     .regex(/^(auto|[1-9]\d{0,2})$/, 'must be auto or a number of processes')
     .transform((v) => (v === 'auto' ? availableParallelism() : Number(v)))
     .default(1),
+  MIGRATE_ON_START: flag.default(true),
+  DATABASE_REPLICA_URLS: z
+    .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((url) => url.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z.array(
+        z.string().regex(/^(mysql|mariadb):\/\/[^/\s]+\/[^/\s]+$/, 'must be comma-separated URLs like mysql://user:pass@replica:3306/db'),
+      ),
+    )
+    .default([]),
+  REPLICA_MAX_LAG: z
+    .string()
+    .regex(/^\d+(ms|s)?$/, 'must be a duration such as 2s or 500ms')
+    .transform((v) => (v.endsWith('ms') ? Number(v.slice(0, -2)) : Number(v.replace(/s$/, '')) * 1000))
+    .pipe(z.number().int().min(100, 'must be at least 100ms').max(3_600_000, 'must be at most 3600s'))
+    .default(2000),
+  // Read by OpenTelemetry's exporters themselves (telemetry/sdk.ts); checked here so a mistake stops the start.
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ message: 'must be a URL such as http://collector:4318' }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ message: 'must be a URL such as http://collector:4318/v1/traces' }).optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['http/json', 'http/protobuf'], { message: 'must be http/json or http/protobuf' }).optional(),
   TRUST_PROXY: z
     .string()
     .regex(/^(true|false|\d+|[0-9a-fA-F.:/, ]+)$/, 'must be true, false, a hop count or a list of proxy addresses')
@@ -281,6 +314,10 @@ export function loadConfig(env: Env = process.env): Config {
   const isProduction = e.NODE_ENV === 'production';
   const dataDir = dataDirFor(e.DATABASE_URL);
 
+  if (e.DATABASE_REPLICA_URLS.length > 0 && e.DATABASE_URL.type !== 'mysql') {
+    throw new ConfigError('Invalid configuration: DATABASE_REPLICA_URLS needs a MySQL DATABASE_URL (replicas of it)');
+  }
+
   let jwtSecret = e.JWT_SECRET;
   if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < MIN_SECRET_BYTES) {
     throw new ConfigError(`Invalid configuration: JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes`);
@@ -320,5 +357,9 @@ export function loadConfig(env: Env = process.env): Config {
     maxOffset: e.MAX_OFFSET,
     workers: e.WORKERS,
     trustedDocuments: e.TRUSTED_DOCUMENTS === undefined ? undefined : loadManifest(e.TRUSTED_DOCUMENTS),
+    migrateOnStart: e.MIGRATE_ON_START,
+    replicaUrls: Object.freeze(e.DATABASE_REPLICA_URLS.map((url) => url.replace(/^mariadb:/, 'mysql:'))),
+    replicaMaxLagMs: e.REPLICA_MAX_LAG,
+    tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined,
   });
 }

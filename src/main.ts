@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+// First: with tracing on, the SDK must patch modules before the app requires them.
+import { telemetry } from './telemetry/start';
 import cluster from 'node:cluster';
 import { buildApp } from './app';
 import { ConfigError, loadConfig } from './config';
@@ -35,6 +37,7 @@ async function main(): Promise<void> {
     // Closing waits for a connection attempt under way (an SQLite lock, a MySQL connect): bounded like any shutdown.
     setTimeout(() => process.exit(1), 10_000).unref();
     await app.close();
+    await telemetry.shutdown().catch(() => undefined);
     process.exit(0);
   }
   let stopping = false;
@@ -54,6 +57,8 @@ async function main(): Promise<void> {
     setTimeout(() => app.server.closeAllConnections(), 8_500).unref();
     delay
       .then(() => app.close())
+      // The spans still buffered are sent before the exit (within the 10 s bound above).
+      .then(() => telemetry.shutdown().catch((error: unknown) => app.log.warn({ err: error }, 'traces not exported at shutdown')))
       .then(
         () => {
           app.log.info('shut down');

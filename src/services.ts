@@ -19,6 +19,8 @@ import { SessionService } from './auth/session.service';
 import { SessionEndings } from './auth/session-endings';
 import { CreatureEventBus } from './events/event-bus';
 import { AccountService } from './trainers/account.service';
+import type { Tracing } from './telemetry/spans';
+import type { Replicas } from './db/replicas';
 
 /** The service layer both transports call. Built once per app; no module-level state. */
 export interface Services {
@@ -37,9 +39,13 @@ export interface Services {
   readonly hasher: PasswordHasher;
 }
 
-/** @param redis shared rate-limit counters, when several instances run (REDIS_URL) */
-export function createServices(dataSource: DataSource, config: Config, redis?: Redis): Services {
-  const sql = new Sql(dataSource, { timeoutMs: QUERY_TIMEOUT_MS, slowMs: config.slowQueryMs });
+/**
+ * @param redis shared rate-limit counters, when several instances run (REDIS_URL)
+ * @param tracing with tracing on: spans of the statements run on SQLite
+ * @param replicas read replicas, for the reads that may lag
+ */
+export function createServices(dataSource: DataSource, config: Config, redis?: Redis, tracing?: Tracing, replicas?: Replicas): Services {
+  const sql = new Sql(dataSource, { timeoutMs: QUERY_TIMEOUT_MS, slowMs: config.slowQueryMs }, tracing, replicas);
   const trainerQueries = new TrainerQueries(sql);
   const creatureQueries = new CreatureQueries(sql);
   const delay = new RefusalDelay(config.rateLimitedDelayMs);

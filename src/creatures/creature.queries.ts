@@ -109,12 +109,13 @@ export class CreatureQueries {
   }
 
   /** A creature by id; with `trainerId`, only if that trainer owns it. */
-  async byId(id: number, trainerId?: number): Promise<Creature | null> {
+  async byId(id: number, trainerId?: number, { mayLag = false } = {}): Promise<Creature | null> {
     const [row] =
       trainerId === undefined
-        ? await this.sql.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature WHERE id = ?`, [id], { prepared: true })
+        ? await this.sql.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature WHERE id = ?`, [id], { prepared: true, mayLag })
         : await this.sql.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature WHERE id = ? AND trainer_id = ?`, [id, trainerId], {
             prepared: true,
+            mayLag,
           });
     return row ? toCreature(row) : null;
   }
@@ -179,20 +180,22 @@ export class CreatureQueries {
     limit: number,
     offset: number,
     fields: readonly CreatureField[] = Object.keys(COLUMN_OF) as CreatureField[],
+    { mayLag = false } = {},
   ): Promise<Creature[][]> {
     if (trainerIds.length === 0) return [];
     const wanted = new Set<CreatureField>(['id', 'trainerId', ...fields]);
     const columns = [...wanted].map((field) => (COLUMN_OF[field] === field ? field : `${COLUMN_OF[field]} AS ${field}`)).join(', ');
     const rows =
       trainerIds.length === 1
-        ? await this.sql.rows<Partial<CreatureRow>>(`SELECT ${columns} FROM creature WHERE trainer_id = ? ORDER BY id LIMIT ? OFFSET ?`, [
-            trainerIds[0],
-            limit,
-            offset,
-          ])
+        ? await this.sql.rows<Partial<CreatureRow>>(
+            `SELECT ${columns} FROM creature WHERE trainer_id = ? ORDER BY id LIMIT ? OFFSET ?`,
+            [trainerIds[0], limit, offset],
+            { mayLag },
+          )
         : await this.sql.rows<Partial<CreatureRow>>(
             `SELECT ${columns} FROM (SELECT ${[...wanted].map((field) => COLUMN_OF[field]).join(', ')}, ROW_NUMBER() OVER (PARTITION BY trainer_id ORDER BY id) AS rn FROM creature WHERE trainer_id IN (${placeholders(trainerIds.length)})) ranked WHERE rn > ? AND rn <= ? ORDER BY id`,
             [...trainerIds, offset, offset + limit],
+            { mayLag },
           );
     const byTrainer = new Map<number, Creature[]>(trainerIds.map((id) => [id, []]));
     for (const row of rows) {

@@ -14,7 +14,7 @@ export class CreatureResolver {
   @Authorized()
   @Query(() => Creature, { nullable: true, description: 'A creature by id, or null when there is none.' })
   creature(@Args() { id }: IdArgs, @Ctx() ctx: GraphQLContext): Promise<Creature | null> {
-    return ctx.services.creatures.findById(parseId(id)!);
+    return ctx.services.creatures.findById(parseId(id)!, ctx.auth.tokenId());
   }
 
   @Authorized()

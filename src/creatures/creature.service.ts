@@ -74,13 +74,25 @@ export class CreatureService {
     }
   }
 
-  findById(id: number): Promise<Creature | null> {
-    return this.queries.byId(id);
+  /**
+   * A creature by id, or null. With `viewerId` (the caller) it is first read where reads may lag
+   * (a read replica, when there is one): a creature of another trainer is answered from there,
+   * while one that is missing or the caller's own is read again from the primary, so the caller
+   * never misses its own new creature or its own changes.
+   */
+  async findById(id: number, viewerId?: number): Promise<Creature | null> {
+    if (viewerId === undefined || !this.trainers.hasReplicas) return this.queries.byId(id);
+    const seen = await this.queries.byId(id, undefined, { mayLag: true });
+    return seen && seen.trainerId !== viewerId ? seen : this.queries.byId(id);
   }
 
-  /** A creature by id within one trainer's: NOT_FOUND when it does not exist or belongs to someone else. */
-  async getOfTrainer(trainerId: number, id: number): Promise<Creature> {
-    const creature = await this.queries.byId(id, trainerId);
+  /**
+   * A creature by id within one trainer's: NOT_FOUND when it does not exist or belongs to someone
+   * else. Another trainer's than `viewerId` may be read where reads may lag.
+   */
+  async getOfTrainer(trainerId: number, id: number, viewerId?: number): Promise<Creature> {
+    const mayLag = viewerId !== undefined && viewerId !== trainerId;
+    const creature = await this.queries.byId(id, trainerId, { mayLag });
     if (!creature) throw new AppError('NOT_FOUND', `Trainer ${trainerId} has no creature with id ${id}`);
     return creature;
   }
@@ -160,12 +172,21 @@ export class CreatureService {
     });
   }
 
-  /** One page of a trainer's creatures with their total; NOT_FOUND when there is no such trainer. */
-  async pageOfTrainer(trainerId: number, limit: number, offset: number): Promise<Page<Creature> & { totalCount: number }> {
+  /**
+   * One page of a trainer's creatures with their total; NOT_FOUND when there is no such trainer.
+   * Another trainer's than `viewerId` may be read where reads may lag.
+   */
+  async pageOfTrainer(
+    trainerId: number,
+    limit: number,
+    offset: number,
+    viewerId?: number,
+  ): Promise<Page<Creature> & { totalCount: number }> {
     checkOffset(offset, this.maxOffset, 'creatures');
+    const mayLag = viewerId !== undefined && viewerId !== trainerId;
     const [[items = []], totalCount] = await Promise.all([
-      this.queries.pagesForTrainers([trainerId], limit, offset),
-      this.trainers.creaturesOwned(trainerId),
+      this.queries.pagesForTrainers([trainerId], limit, offset, undefined, { mayLag }),
+      this.trainers.creaturesOwned(trainerId, { mayLag }),
     ]);
     if (totalCount === null) throw new AppError('NOT_FOUND', `No trainer with id ${trainerId}`);
     return { items, totalCount, limit, offset };
@@ -177,8 +198,9 @@ export class CreatureService {
     limit: number,
     offset: number,
     fields?: readonly CreatureField[],
+    { mayLag = false } = {},
   ): Promise<Creature[][]> {
     checkOffset(offset, this.maxOffset, 'creatures');
-    return this.queries.pagesForTrainers(trainerIds, limit, offset, fields);
+    return this.queries.pagesForTrainers(trainerIds, limit, offset, fields, { mayLag });
   }
 }

@@ -1,32 +1,41 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { DataSource } from 'typeorm';
-import { runMigrations } from './migrate';
+import { assertSchemaCurrent, PendingMigrationsError, runMigrations } from './migrate';
 
 const FIRST_DELAY_MS = 500;
 const MAX_DELAY_MS = 5000;
 
 /**
- * Connects and migrates, retrying with backoff while the database is away (0.5 s, 1 s, 2 s...
- * up to 5 s), so that a service started before its database becomes ready on its own.
+ * Connects and migrates (or, with MIGRATE_ON_START=false, checks that nothing is pending),
+ * retrying with backoff while the database is away or its schema is behind (0.5 s, 1 s, 2 s...
+ * up to 5 s), so that a service started before its database, or before the deploy's
+ * `npm run migrate`, becomes ready on its own and never serves on an old schema.
  */
 export class DatabaseConnector {
   private stopped = false;
   private wake: (() => void) | undefined;
   private done: Promise<void> | undefined;
   ready = false;
+  /** Connected, but pending migrations keep it from serving (MIGRATE_ON_START=false). */
+  schemaBehind = false;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly log: FastifyBaseLogger,
+    /** Run pending migrations (MIGRATE_ON_START), or only refuse to serve while any are pending. */
+    private readonly migrate = true,
   ) {}
 
   /** One attempt: connected and migrated, or an error (and nothing left open). */
   async connectOnce(): Promise<void> {
     try {
       if (!this.dataSource.isInitialized) await this.dataSource.initialize();
-      await runMigrations(this.dataSource);
+      if (this.migrate) await runMigrations(this.dataSource);
+      else await assertSchemaCurrent(this.dataSource);
       this.ready = true;
+      this.schemaBehind = false;
     } catch (error) {
+      this.schemaBehind = error instanceof PendingMigrationsError;
       if (this.dataSource.isInitialized) await this.dataSource.destroy().catch(() => undefined);
       throw error;
     }
@@ -41,7 +50,9 @@ export class DatabaseConnector {
           await this.connectOnce();
           this.log.info('database connected');
         } catch (error) {
-          this.log.warn({ err: error, retryInMs: delay }, 'database unavailable; retrying');
+          if (error instanceof PendingMigrationsError) {
+            this.log.error({ pending: error.pending, retryInMs: delay }, `${error.message}; not serving until then`);
+          } else this.log.warn({ err: error, retryInMs: delay }, 'database unavailable; retrying');
           await new Promise<void>((resolve) => {
             this.wake = resolve;
             setTimeout(resolve, delay).unref();

@@ -55,39 +55,57 @@ function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): D
     ...common,
     type: 'mysql',
     url: db.url,
-    charset: 'utf8mb4_bin',
-    timezone: 'Z',
+    charset: MYSQL_CONNECTION.charset,
+    timezone: MYSQL_CONNECTION.timezone,
     // BIGINT values (ids, counts) as numbers, and as decimal strings only beyond 2^53 - 1, where a
     // number would be rounded (TypeORM's default is strings always; sqlInt takes either).
-    supportBigNumbers: true,
-    bigNumberStrings: false,
+    supportBigNumbers: MYSQL_CONNECTION.supportBigNumbers,
+    bigNumberStrings: MYSQL_CONNECTION.bigNumberStrings,
     // Bounded waits, so that requests fail with SERVICE_UNAVAILABLE rather than hang when MySQL
     // is away: connecting, each statement (mysql2 drops the connection when it runs out), and
     // the queue for a free connection.
-    connectTimeout: 3000,
+    connectTimeout: MYSQL_CONNECTION.connectTimeout,
     // No stack captured for every statement (a measurable share of CPU on hot reads); our
     // errors never show driver stacks anyway.
-    trace: false,
+    trace: MYSQL_CONNECTION.trace,
     // Not TypeORM's query timeout: it is also its slow-statement threshold. Sql bounds every
     // statement of the API itself and logs slow ones against SLOW_QUERY_MS, its own setting.
     enableQueryTimeout: false,
-    poolSize: 10,
-    // Prepared statements kept per connection (closed on the server when evicted): 10 x 64 stays
-    // far below MariaDB's max_prepared_stmt_count (16,382 for the whole server).
-    extra: {
-      maxPreparedStatements: 64,
-      enableKeepAlive: true,
-      keepAliveInitialDelay: 10_000,
-      maxIdle: 10,
-      idleTimeout: 60_000,
-      queueLimit: 500,
-      // Sql.batch sends a transaction as one multi-statement query (one round trip, so the
-      // trainer's row stays locked only while the server runs it). Every value still goes
-      // through placeholders, escaped by mysql2, so no text a client sent can start a statement.
-      multipleStatements: true,
-    },
+    poolSize: MYSQL_CONNECTION.connectionLimit,
+    extra: MYSQL_POOL_EXTRA,
   };
 }
+
+/**
+ * The pool settings beyond TypeORM's own options. Prepared statements kept per connection
+ * (closed on the server when evicted): 10 x 64 stays far below MariaDB's
+ * max_prepared_stmt_count (16,382 for the whole server).
+ */
+const MYSQL_POOL_EXTRA = {
+  maxPreparedStatements: 64,
+  enableKeepAlive: true,
+  keepAliveInitialDelay: 10_000,
+  maxIdle: 10,
+  idleTimeout: 60_000,
+  queueLimit: 500,
+  // Sql.batch sends a transaction as one multi-statement query (one round trip, so the
+  // trainer's row stays locked only while the server runs it). Every value still goes
+  // through placeholders, escaped by mysql2, so no text a client sent can start a statement.
+  multipleStatements: true,
+} as const;
+
+const MYSQL_CONNECTION = {
+  charset: 'utf8mb4_bin',
+  timezone: 'Z',
+  supportBigNumbers: true,
+  bigNumberStrings: false,
+  connectTimeout: 3000,
+  trace: false,
+  connectionLimit: 10,
+} as const;
+
+/** mysql2 pool options equal to the primary's (TypeORM's), for the read replicas' own pools (replicas.ts). */
+export const replicaPoolOptions = (): Record<string, unknown> => ({ ...MYSQL_CONNECTION, ...MYSQL_POOL_EXTRA });
 
 /**
  * The SQLite file is created readable by its owner only (SQLite gives its -wal and -shm files the

@@ -1,28 +1,57 @@
-import type { DataSource } from 'typeorm';
-import { isMysql } from './data-source';
+import { MigrationExecutor, type DataSource } from 'typeorm';
+import type { DatabaseConfig } from '../config';
+import { createDataSource, isMysql } from './data-source';
 
 const LOCK_NAME = 'creature_registry_migrations';
 
-/**
- * Runs pending migrations. On MySQL several instances may start at once: a named lock makes them
- * take turns, and the later ones find nothing left to do. Nothing else runs at start: counts
- * after rows changed by plain SQL are `npm run reconcile`'s.
- */
-export async function runMigrations(dataSource: DataSource): Promise<void> {
-  if (!isMysql(dataSource)) {
-    await dataSource.runMigrations({ transaction: 'each' });
-    return;
+/** A start with MIGRATE_ON_START=false against a database whose schema is older than the code. */
+export class PendingMigrationsError extends Error {
+  constructor(readonly pending: readonly string[]) {
+    super(
+      `The database schema is behind: ${pending.length} pending migration(s) (${pending.join(', ')}). ` +
+        'Run `npm run migrate`, or start with MIGRATE_ON_START=true',
+    );
+    this.name = 'PendingMigrationsError';
   }
+}
+
+/**
+ * Runs pending migrations and returns the names of those it ran. On MySQL several instances (or
+ * `npm run migrate` beside starting instances) may run at once: a named lock makes them take
+ * turns, and the later ones find nothing left to do. Nothing else runs at start: counts after
+ * rows changed by plain SQL are `npm run reconcile`'s.
+ */
+export async function runMigrations(dataSource: DataSource): Promise<string[]> {
+  if (!isMysql(dataSource)) return names(await dataSource.runMigrations({ transaction: 'each' }));
   const runner = dataSource.createQueryRunner();
   try {
     const [row] = (await runner.query('SELECT GET_LOCK(?, 60) AS locked', [LOCK_NAME])) as { locked: number }[];
     if (Number(row?.locked) !== 1) throw new Error('Timed out waiting for another instance to finish migrating');
     try {
-      await dataSource.runMigrations({ transaction: 'each' });
+      return names(await dataSource.runMigrations({ transaction: 'each' }));
     } finally {
       await runner.query('SELECT RELEASE_LOCK(?)', [LOCK_NAME]);
     }
   } finally {
     await runner.release();
+  }
+}
+
+/** Throws PendingMigrationsError when the migrations table lacks any migration this code knows. */
+export async function assertSchemaCurrent(dataSource: DataSource): Promise<void> {
+  const pending = await new MigrationExecutor(dataSource).getPendingMigrations();
+  if (pending.length > 0) throw new PendingMigrationsError(names(pending));
+}
+
+const names = (migrations: readonly { name: string }[]): string[] => migrations.map((m) => m.name);
+
+/** `npm run migrate`: connects on a DataSource of its own, runs what is pending, disconnects. */
+export async function migrateDatabase(database: DatabaseConfig): Promise<string[]> {
+  const dataSource = createDataSource(database);
+  await dataSource.initialize();
+  try {
+    return await runMigrations(dataSource);
+  } finally {
+    await dataSource.destroy();
   }
 }

@@ -2,6 +2,8 @@ import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2';
 import type { DataSource, QueryResult } from 'typeorm';
 import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
 import { unavailableAsAppError } from './errors';
+import type { Tracing } from '../telemetry/spans';
+import type { Replicas } from './replicas';
 
 /*
  * How the modules' query files (trainer.queries.ts, creature.queries.ts) talk to the database:
@@ -71,9 +73,16 @@ export class Sql {
   private sqliteUnderWay = 0;
   private sqliteQuiet: (() => void) | undefined;
 
+  /**
+   * @param tracing with tracing on: a span per SQLite statement (MySQL's come from the mysql2
+   *   instrumentation, telemetry/sdk.ts)
+   */
   constructor(
     private readonly dataSource: DataSource,
     private readonly limits: SqlLimits,
+    private readonly tracing?: Pick<Tracing, 'statement'>,
+    /** DATABASE_REPLICA_URLS: where reads marked `mayLag` go while one is healthy. */
+    private readonly replicas?: Replicas,
   ) {}
 
   get isMysql(): boolean {
@@ -88,12 +97,26 @@ export class Sql {
   /**
    * The rows of one SELECT. `prepared` (fixed-shape lookups; not LIMIT, which MySQL 8 refuses
    * as a bound double) parses the statement once per MySQL connection, which saves the
-   * database's CPU on every later call.
+   * database's CPU on every later call. `mayLag`: a read that may be answered a moment out of
+   * date (other trainers' data, lists, counts, search), sent to a healthy read replica when there
+   * is one; every other read is the primary's, so nobody misses their own writes. A replica that
+   * fails the read is taken out of turn and the primary answers instead.
    */
-  rows<T>(sql: string, params: readonly unknown[], { prepared = false } = {}): Promise<T[]> {
+  rows<T>(sql: string, params: readonly unknown[], { prepared = false, mayLag = false } = {}): Promise<T[]> {
     const pool = this.pool();
     if (!pool) return this.onSqlite(() => this.timed(sql, () => this.dataSource.query<T[]>(sql, [...params])));
-    return this.onPool<T[]>(pool, sql, params, prepared);
+    const replica = mayLag ? this.replicas?.pick() : undefined;
+    if (!replica) return this.onPool<T[]>(pool, sql, params, prepared);
+    replica.counted();
+    return this.onPool<T[]>(replica.pool, sql, params, prepared).catch(() => {
+      replica.failed();
+      return this.onPool<T[]>(pool, sql, params, prepared);
+    });
+  }
+
+  /** Whether reads marked `mayLag` can go anywhere but the primary (replicas are configured). */
+  get hasReplicas(): boolean {
+    return this.replicas !== undefined;
   }
 
   /** An INSERT, UPDATE or DELETE. */
@@ -232,6 +255,11 @@ export class Sql {
 
   /** Reports the statement as slow when it took at least SLOW_QUERY_MS (TypeORM's own report is off). */
   private async timed<T>(sql: string, statement: () => Promise<T>): Promise<T> {
+    if (this.tracing) return this.tracing.statement('sqlite', sql, () => this.timedUntraced(sql, statement));
+    return this.timedUntraced(sql, statement);
+  }
+
+  private async timedUntraced<T>(sql: string, statement: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
       return await statement();

@@ -4,6 +4,7 @@ import type { CompiledQuery } from 'graphql-jit';
 import type { GraphQLContext } from './context';
 import { compiledVariables } from './executor';
 import type { costChecker } from './limits';
+import type { Tracing } from '../telemetry/spans';
 
 /** A query Apollo has parsed, validated, checked and run compiled: what answering it again takes. */
 export interface KnownQuery {
@@ -57,6 +58,8 @@ export class DirectQueries {
     private readonly contextFor: (request: FastifyRequest) => GraphQLContext,
     private readonly answered: { count: number } = { count: 0 },
     private readonly trusted?: { knownQuery(source: string): KnownQuery | undefined },
+    /** With tracing on: a span around each operation answered here. */
+    private readonly tracing?: Pick<Tracing, 'operation'>,
   ) {}
 
   /** Called by the executor when Apollo's pipeline has run `source` compiled. */
@@ -94,7 +97,8 @@ export class DirectQueries {
     const input = compiledVariables(this.schema, query.operation, given);
     if ('errors' in input) return undefined;
     request.operationName = query.operationName;
-    const result = (await query.compiled.query(undefined, this.contextFor(request), input.values)) as ExecutionResult;
+    const run = async () => (await query.compiled.query(undefined, this.contextFor(request), input.values)) as ExecutionResult;
+    const result = this.tracing ? await this.tracing.operation(query.operation.operation, query.operationName, run) : await run();
     if (result.errors) {
       // Apollo reports them (formatting, status, logging) from this very result: the query is not run again.
       this.failed.set(request, { source: body.query, result });

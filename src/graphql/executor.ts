@@ -17,6 +17,7 @@ import {
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { KnownQuery } from './direct';
+import type { Tracing } from '../telemetry/spans';
 
 type Gateway = ApolloServerOptionsWithGateway<Record<string, unknown>>['gateway'];
 type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
@@ -146,9 +147,19 @@ export class CompilingExecutor {
     },
     /** The plans compiled at start for the trusted documents (see TrustedDocuments). */
     private readonly precompiled?: { compiledFor(document: DocumentNode): CompiledQuery | undefined },
+    /** With tracing on: a span around each operation's execution. */
+    private readonly tracing?: Pick<Tracing, 'operation'>,
   ) {}
 
-  readonly execute: Executor = async (requestContext) => {
+  readonly execute: Executor = (requestContext) => {
+    if (!this.tracing) return this.run(requestContext);
+    const type = requestContext.operation?.operation ?? 'query';
+    return this.tracing.operation(type, requestContext.operationName ?? requestContext.request.operationName, () =>
+      this.run(requestContext),
+    );
+  };
+
+  private readonly run: Executor = async (requestContext) => {
     const { document, request, context: contextValue } = requestContext;
     // Typed as always there, but Apollo calls the executor before it checks that the operation
     // name resolved (an unknown or empty operationName, several operations and none named): it

@@ -39,6 +39,15 @@ export class Loaders {
     this.creatureCounts = new DataLoader((ids) => services.trainers.creatureCounts(ids));
   }
 
+  /** The caller's trainer id, from its token (undefined without a valid one). */
+  private callerId(): number | undefined {
+    try {
+      return this.auth.tokenId();
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Forgets everything read so far (a subscription's context serves many events over time). */
   forget(): void {
     this.trainers.clearAll();
@@ -53,7 +62,8 @@ export class Loaders {
 
   /** trainer(id): read alongside the caller check (one statement), with its count when the query asks for it. */
   async trainerById(id: number, { withCount }: { withCount: boolean }): Promise<Trainer | null> {
-    const trainer = await this.auth.alongside(() => this.services.trainers.findById(id, { withCount }));
+    // Another trainer may be read where reads may lag; the caller itself never is.
+    const trainer = await this.auth.alongside((viewerId) => this.services.trainers.findById(id, { withCount, mayLag: id !== viewerId }));
     if (trainer) this.trainers.prime(trainer.id, trainer);
     return trainer;
   }
@@ -98,17 +108,21 @@ export class Loaders {
     const key = `${limit}:${offset}:${fields.join(',')}`;
     const known = this.readAhead.get(key)?.get(trainerId);
     if (known) return known;
-    let loader = this.creaturePages.get(key);
+    // Another trainer's creatures may lag; the caller's own never do.
+    const mayLag = trainerId !== this.callerId();
+    const loaderKey = mayLag ? `${key}:lag` : key;
+    let loader = this.creaturePages.get(loaderKey);
     if (!loader) {
-      loader = new DataLoader((ids) => this.services.creatures.pagesForTrainers(ids, limit, offset, fields));
-      this.creaturePages.set(key, loader);
+      loader = new DataLoader((ids) => this.services.creatures.pagesForTrainers(ids, limit, offset, fields, { mayLag }));
+      this.creaturePages.set(loaderKey, loader);
     }
     return loader.load(trainerId);
   }
 
   /** Reads the creature pages of `trainerIds` into readAhead, where creaturePage finds them. */
   private async readCreaturesAhead(trainerIds: readonly number[], { limit, offset, fields }: CreaturePageRequest): Promise<void> {
-    const pages = await this.services.creatures.pagesForTrainers(trainerIds, limit, offset, fields);
+    // A list's creatures, like the list, may lag.
+    const pages = await this.services.creatures.pagesForTrainers(trainerIds, limit, offset, fields, { mayLag: true });
     const key = `${limit}:${offset}:${fields.join(',')}`;
     let known = this.readAhead.get(key);
     if (!known) this.readAhead.set(key, (known = new Map<number, Creature[]>()));

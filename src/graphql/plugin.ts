@@ -22,6 +22,7 @@ import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 import { registerSubscriptions } from './subscriptions';
 import { TrustedDocuments, type DocumentCounters } from './trusted-documents';
+import type { Tracing } from '../telemetry/spans';
 
 /**
  * Puts the operation name on the request, for logs and metrics, and refuses subscriptions, which
@@ -120,7 +121,7 @@ export async function registerGraphQL(
   config: Config,
   services: Services,
   requireDatabase: onRequestAsyncHookHandler,
-  options: { sessionCheckMs?: number; directAnswers?: { count: number }; documents?: DocumentCounters } = {},
+  options: { sessionCheckMs?: number; directAnswers?: { count: number }; documents?: DocumentCounters; tracing?: Tracing } = {},
 ): Promise<void> {
   const schema = await buildGraphQLSchema();
   const checkCost = costChecker(schema);
@@ -142,10 +143,10 @@ export async function registerGraphQL(
     clientIp: request.ip,
   });
   // Queries Apollo has run compiled are answered again without its pipeline (see DirectQueries).
-  const direct = new DirectQueries(schema, checkCost, contextFor, options.directAnswers, trusted);
+  const direct = new DirectQueries(schema, checkCost, contextFor, options.directAnswers, trusted, options.tracing);
   const apollo = new ApolloServer<GraphQLContext>({
     // Apollo parses, validates and formats; graphql-jit executes (see CompilingExecutor).
-    gateway: new CompilingExecutor(schema, direct, trusted).gateway(),
+    gateway: new CompilingExecutor(schema, direct, trusted, options.tracing).gateway(),
     validationRules,
     parseOptions: { maxTokens: LIMITS.tokens },
     // The trusted documents, parsed and validated at start, are found there and never parsed again.

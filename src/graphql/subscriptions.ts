@@ -29,6 +29,7 @@ import { createFormatError } from './format-error';
 import { costChecker, LIMITS, limitRules, repeatedSelections } from './limits';
 import { Loaders } from './loaders';
 import type { TrustedDocuments } from './trusted-documents';
+import type { Tracing } from '../telemetry/spans';
 
 /** The contract's WebSocket limits. */
 export const WS_LIMITS = {
@@ -148,7 +149,7 @@ export function registerSubscriptions(
   services: Services,
   schema: GraphQLSchema,
   trusted: TrustedDocuments,
-  { sessionCheckMs = WS_LIMITS.sessionCheckMs }: { sessionCheckMs?: number } = {},
+  { sessionCheckMs = WS_LIMITS.sessionCheckMs, tracing }: { sessionCheckMs?: number; tracing?: Tracing } = {},
 ): void {
   const formatError = createFormatError(config);
   const checkCost = costChecker(schema);
@@ -337,6 +338,7 @@ export function registerSubscriptions(
             }),
           ];
         }
+        tracing?.describeOperation(operation.operation, operation.name?.value ?? payload.operationName);
         const variables = payload.variables ?? {};
         // As over HTTP: nesting is bounded before anything walks the values (graphql-js's
         // coercion and the cost limit's cache key recurse), and values that do not fit their
@@ -390,6 +392,8 @@ export function registerSubscriptions(
         if (!started) connection.subscriptions.delete(id);
       }
     },
+    // The subscription has started: its subscribe message's span ends here, not with the subscription.
+    ...(tracing ? { onOperation: () => void tracing.endMessage() } : {}),
     // Called when a started subscription's execution has ended, however it ended.
     onComplete: (ctx: WsContext, id) => {
       ctx.extra.connection.subscriptions.delete(id);
@@ -400,6 +404,8 @@ export function registerSubscriptions(
 
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     const ip = clientAddress(request);
+    // The trace each message's span joins: the upgrade request's traceparent, if it sent one.
+    const traceParent = tracing?.connectionContext(request.headers);
     const connection: Connection = {
       key: (connectionCount += 1),
       socket,
@@ -443,7 +449,8 @@ export function registerSubscriptions(
               : Buffer.isBuffer(data)
                 ? data.toString('utf8')
                 : Buffer.from(new Uint8Array(data)).toString('utf8');
-            handle(text).catch((error: unknown) => {
+            const handled = tracing && traceParent ? tracing.wsMessage(traceParent, text, () => handle(text)) : handle(text);
+            handled.catch((error: unknown) => {
               app.log.error({ err: toAppError(error) }, 'WebSocket message failed');
               close(connection, INTERNAL_ERROR, 'Internal server error');
             });

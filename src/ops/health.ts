@@ -34,9 +34,11 @@ declare module 'fastify' {
  * An onRequest hook for the API's scopes (REST, GraphQL): until the database is connected and
  * migrated, they answer SERVICE_UNAVAILABLE at once.
  */
-export function databaseGate(database: { ready: boolean }): onRequestAsyncHookHandler {
+export function databaseGate(database: { ready: boolean; schemaBehind: boolean }): onRequestAsyncHookHandler {
   return async () => {
-    if (!database.ready) throw new AppError('SERVICE_UNAVAILABLE', 'The service is starting: the database is not connected yet');
+    if (database.ready) return;
+    if (database.schemaBehind) throw new AppError('SERVICE_UNAVAILABLE', 'The service is waiting for its database migrations to be run');
+    throw new AppError('SERVICE_UNAVAILABLE', 'The service is starting: the database is not connected yet');
   };
 }
 

@@ -6,6 +6,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { DataSource } from 'typeorm';
 import { isMysql } from '../db/data-source';
 import type { DocumentCounters } from '../graphql/trusted-documents';
+import type { Replicas } from '../db/replicas';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -40,7 +41,13 @@ export function registerObservability(
     statements,
     directAnswers,
     documents,
-  }: { statements: { count: number }; directAnswers: { count: number }; documents: DocumentCounters },
+    replicas,
+  }: {
+    statements: { count: number };
+    directAnswers: { count: number };
+    documents: DocumentCounters;
+    replicas?: Pick<Replicas, 'statementCounts'>;
+  },
   metricsToken: string | undefined,
   hasher?: Pick<PasswordHasher, 'load'>,
 ): void {
@@ -95,6 +102,30 @@ export function registerObservability(
       this.inc(statements.count);
     },
   });
+  if (replicas) {
+    new Counter({
+      name: 'db_pool_statements_total',
+      help: 'SQL statements by the pool that answered them: the primary, or a read replica (DATABASE_REPLICA_URLS)',
+      labelNames: ['pool'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        const counts = replicas.statementCounts();
+        const onReplicas = counts.reduce((sum, replica) => sum + replica.statements, 0);
+        this.inc({ pool: 'primary' }, Math.max(0, statements.count - onReplicas));
+        for (const replica of counts) this.inc({ pool: replica.name }, replica.statements);
+      },
+    });
+    new Gauge({
+      name: 'db_replica_lag_seconds',
+      help: 'How far each read replica is behind the primary (+Inf: away); above REPLICA_MAX_LAG it gets no reads',
+      labelNames: ['pool'] as const,
+      registers: [registry],
+      collect() {
+        for (const replica of replicas.statementCounts()) this.set({ pool: replica.name }, replica.lagMs / 1000);
+      },
+    });
+  }
   new Counter({
     name: 'graphql_direct_answers_total',
     help: "GraphQL queries answered from their compiled plan without Apollo Server's request pipeline (texts Apollo has run before)",

@@ -392,7 +392,12 @@ export async function restRoutes(
       },
     },
     async (request) => {
-      const page = await services.creatures.pageOfTrainer(request.params.trainerId, request.query.limit, request.query.offset);
+      const page = await services.creatures.pageOfTrainer(
+        request.params.trainerId,
+        request.query.limit,
+        request.query.offset,
+        request.auth.tokenId(),
+      );
       return { ...page, items: page.items.map(presentCreature) };
     },
   );
@@ -409,7 +414,8 @@ export async function restRoutes(
         response: { 200: json({ $ref: 'Creature#' }, 'The creature'), ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND') },
       },
     },
-    async (request) => presentCreature(await services.creatures.getOfTrainer(request.params.trainerId, request.params.creatureId)),
+    async (request) =>
+      presentCreature(await services.creatures.getOfTrainer(request.params.trainerId, request.params.creatureId, request.auth.tokenId())),
   );
 
   app.patch<{ Params: CreaturePath; Body: UpdateCreatureInput }>(

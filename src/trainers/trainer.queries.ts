@@ -222,6 +222,11 @@ export class TrainerQueries {
     return inserted.insertId;
   }
 
+  /** Whether reads that may lag can go to a read replica (else they are the primary's anyway). */
+  get hasReplicas(): boolean {
+    return this.sql.hasReplicas;
+  }
+
   /**
    * Changes a trainer's profile in one transaction, and reads it back as it now is (with its
    * count); null when there is no such trainer. The trainer's row is locked first. A new
@@ -329,9 +334,14 @@ export class TrainerQueries {
    * in `callers` (the caller check: a logged-out session's access tokens stop working without a
    * statement of their own), in one statement (mergedRead).
    */
-  async byIds(ids: readonly number[], withCounts: boolean, callers: readonly number[] = []): Promise<TrainersById> {
+  async byIds(
+    ids: readonly number[],
+    withCounts: boolean,
+    callers: readonly number[] = [],
+    { mayLag = false } = {},
+  ): Promise<TrainersById> {
     const read = mergedRead(ids, callers, this.sql.date(new Date()), this.sql.isMysql);
-    const rows = await this.sql.rows<TrainerRow>(read.sql, read.params, { prepared: read.prepared });
+    const rows = await this.sql.rows<TrainerRow>(read.sql, read.params, { prepared: read.prepared, mayLag });
     const trainers = new Map<number, Trainer>();
     const liveSessions = new Map<number, readonly number[]>();
     for (const row of rows) {
@@ -356,6 +366,7 @@ export class TrainerQueries {
     limit: number,
     withCounts: boolean,
     fields?: readonly TrainerField[],
+    { mayLag = false } = {},
   ): Promise<Trainer[]> {
     const { from, where, params } = matching(conditions, afterId);
     const columns = fields ? ['t.id', ...fields.map((field) => COLUMN_OF[field])].join(', ') : COLUMNS;
@@ -370,7 +381,7 @@ export class TrainerQueries {
       offset > 0 && conditions.nicknameContains === undefined
         ? `SELECT ${columns}${counted} FROM (SELECT t.id FROM trainer t${conditionsSql}${window}) p JOIN trainer t ON t.id = p.id ORDER BY t.id`
         : `SELECT ${columns}${counted} FROM ${from}${conditionsSql}${window}`;
-    const rows = await this.sql.rows<TrainerRow>(sql, params);
+    const rows = await this.sql.rows<TrainerRow>(sql, params, { mayLag });
     return rows.map(toTrainer);
   }
 
@@ -383,6 +394,7 @@ export class TrainerQueries {
     const rows = await this.sql.rows<{ id: number | string }>(
       `SELECT t.id FROM trainer t${index} WHERE ${team === undefined ? '' : 't.team = ? AND '}t.id > ? ORDER BY t.id LIMIT ${Math.trunc(limit)}`,
       team === undefined ? [afterId] : [team, afterId],
+      { mayLag: true },
     );
     return rows.map((row) => sqlInt(row.id));
   }
@@ -392,7 +404,7 @@ export class TrainerQueries {
     const rows = await this.sql.rows<{ team: Team; n: number | string }>(
       'SELECT team, COALESCE(SUM(n), 0) AS n FROM trainer_count GROUP BY team',
       [],
-      { prepared: true },
+      { prepared: true, mayLag: true },
     );
     return new Map(rows.map((row) => [row.team, sqlInt(row.n)]));
   }
@@ -402,7 +414,7 @@ export class TrainerQueries {
    * rows, however many trainers), the nickname key's one row, or the distinct trainers of a range
    * of trainer_nickname_suffix.
    */
-  async count(conditions: TrainerConditions): Promise<number> {
+  async count(conditions: TrainerConditions, { mayLag = false } = {}): Promise<number> {
     let sql: string;
     let params: unknown[];
     if (conditions.nicknameContains !== undefined || conditions.nickname !== undefined) {
@@ -416,7 +428,7 @@ export class TrainerQueries {
       sql = 'SELECT COALESCE(SUM(n), 0) AS n FROM trainer_count';
       params = [];
     }
-    const [row] = await this.sql.rows<{ n: number | string }>(sql, params, { prepared: true });
+    const [row] = await this.sql.rows<{ n: number | string }>(sql, params, { prepared: true, mayLag });
     return sqlInt(row?.n ?? 0);
   }
 
@@ -425,12 +437,18 @@ export class TrainerQueries {
    * when `withCounts`: a page of 100 that shows ids and counts has no names, emails or dates to
    * send and parse.
    */
-  async someFieldsByIds(ids: readonly number[], withCounts: boolean, fields: readonly TrainerField[]): Promise<Map<number, Trainer>> {
+  async someFieldsByIds(
+    ids: readonly number[],
+    withCounts: boolean,
+    fields: readonly TrainerField[],
+    { mayLag = false } = {},
+  ): Promise<Map<number, Trainer>> {
     const columns = ['t.id', ...fields.map((field) => COLUMN_OF[field])].join(', ');
     const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
     const rows = await this.sql.rows<TrainerRow>(
       `SELECT ${columns}${counted} FROM ${byIdFrom(this.sql.isMysql)} WHERE t.id IN (${placeholders(ids.length)})`,
       ids,
+      { mayLag },
     );
     return new Map(rows.map((row) => [sqlInt(row.id), toTrainer(row)]));
   }
@@ -477,8 +495,9 @@ export class TrainerQueries {
   }
 
   /** How many creatures the trainer owns; null when there is no such trainer. */
-  async creaturesOwned(id: number): Promise<number | null> {
+  async creaturesOwned(id: number, { mayLag = false } = {}): Promise<number | null> {
     const [row] = await this.sql.rows<{ n: number | string }>('SELECT creatures_owned AS n FROM trainer WHERE id = ?', [id], {
+      mayLag,
       prepared: true,
     });
     return row ? sqlInt(row.n) : null;

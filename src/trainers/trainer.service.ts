@@ -87,6 +87,17 @@ export class TrainerService {
     maxBatchSize: 1000,
   });
 
+  /**
+   * Single-trainer reads that may lag (another trainer's profile), merged like `reads` but sent
+   * to a read replica; used only when there are replicas (otherwise `reads` merges them with the
+   * caller checks, one statement for both).
+   */
+  private readonly laggingReads = new DataLoader<TrainerRead, Trainer | null>((keys) => this.readBatch(keys, true), {
+    cache: false,
+    batchScheduleFn: (run) => setImmediate(run),
+    maxBatchSize: 1000,
+  });
+
   constructor(
     private readonly queries: TrainerQueries,
     /** The unfiltered and per-team lists and counts; told of every trainer that joins, leaves or moves. */
@@ -155,8 +166,8 @@ export class TrainerService {
    * A trainer by id, with `creaturesOwned` read in the same statement when `withCount`. Merged
    * with every other trainer read of this turn, this request's and others' (see `reads`).
    */
-  findById(id: number, { withCount = false } = {}): Promise<Trainer | null> {
-    return this.reads.load({ id, count: withCount });
+  findById(id: number, { withCount = false, mayLag = false } = {}): Promise<Trainer | null> {
+    return (mayLag && this.queries.hasReplicas ? this.laggingReads : this.reads).load({ id, count: withCount });
   }
 
   /**
@@ -174,7 +185,7 @@ export class TrainerService {
     return found.filter((trainer): trainer is Trainer => trainer !== null);
   }
 
-  private async readBatch(keys: readonly TrainerRead[]): Promise<(Trainer | null)[]> {
+  private async readBatch(keys: readonly TrainerRead[], mayLag = false): Promise<(Trainer | null)[]> {
     const ids = new Set<number>();
     const callers = new Set<number>();
     let withCounts = false;
@@ -184,7 +195,7 @@ export class TrainerService {
       withCounts ||= key.count;
     }
     // Counts are a column: read for all when any read asks (only those that asked keep theirs, below).
-    const found = await this.queries.byIds([...ids], withCounts, [...callers]);
+    const found = await this.queries.byIds([...ids], withCounts, [...callers], { mayLag });
     // A trainer object per read: requests never share one (the last read of an id takes the
     // object its row became, earlier ones a copy made before it changes), and only those that
     // asked get the count.
@@ -239,11 +250,11 @@ export class TrainerService {
     return { items: items.map((trainer) => profileOf(trainer, viewerId)), totalCount, limit, offset, nextCursor };
   }
 
-  /** How many trainers match `filter` (a nickname outside the nickname rules matches none). */
+  /** How many trainers match `filter` (a nickname outside the nickname rules matches none). Counts may lag. */
   private count(filter: TrainerConditions): Promise<number> {
     if (filter.nickname !== undefined && !isNickname(filter.nickname)) return Promise.resolve(0);
     if (filter.nickname === undefined && filter.nicknameContains === undefined) return this.lists.count(filter.team);
-    return this.queries.count(filter);
+    return this.queries.count(filter, { mayLag: true });
   }
 
   private async pageOf(
@@ -261,10 +272,10 @@ export class TrainerService {
     const afterId = after === undefined ? 0 : this.cursors.decode(after);
     // A nickname outside the nickname rules finds nobody (MariaDB's PAD SPACE comparison would find `ash` for `ash  `).
     if (filter.nickname !== undefined && !isNickname(filter.nickname)) return { items: [], nextCursor: null };
-    // One more than the page: whether another follows.
+    // One more than the page: whether another follows. Lists may lag (a read replica's, when there is one).
     const rows =
       (await this.listPage(filter, afterId, offset, limit + 1, withCounts, fields)) ??
-      (await this.queries.page(filter, afterId, offset, limit + 1, withCounts, fields));
+      (await this.queries.page(filter, afterId, offset, limit + 1, withCounts, fields, { mayLag: true }));
     const items = rows.slice(0, limit);
     const nextCursor = rows.length > limit ? this.cursors.encode(items[items.length - 1].id) : null;
     return { items, nextCursor };
@@ -289,11 +300,11 @@ export class TrainerService {
     if (ids === undefined) return undefined;
     if (ids.length === 0) return [];
     if (fields) {
-      const found = await this.queries.someFieldsByIds(ids, withCounts, fields);
+      const found = await this.queries.someFieldsByIds(ids, withCounts, fields, { mayLag: true });
       return ids.map((id) => found.get(id)).filter((trainer) => trainer !== undefined);
     }
     // A trainer that left since its id was read is left out.
-    const found = await Promise.all(ids.map((id) => this.reads.load({ id, count: withCounts })));
+    const found = await Promise.all(ids.map((id) => this.findById(id, { withCount: withCounts, mayLag: true })));
     return found.filter((trainer) => trainer !== null);
   }
 
@@ -321,7 +332,8 @@ export class TrainerService {
    * RequestAuth.alongside, in the same statement); NOT_FOUND when there is no such trainer.
    */
   async profile(id: number, viewerId: number): Promise<TrainerProfile> {
-    const found = await this.findById(id, { withCount: true });
+    // Another trainer's profile may lag; the caller's own never does.
+    const found = await this.findById(id, { withCount: true, mayLag: id !== viewerId });
     if (!found) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
     return profileOf(found, viewerId);
   }

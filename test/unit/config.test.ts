@@ -94,10 +94,34 @@ describe('loadConfig', () => {
     ['MAX_OFFSET', { MAX_OFFSET: '-5' }],
     ['MAX_OFFSET', { MAX_OFFSET: '1e4' }],
     ['MAX_OFFSET', { MAX_OFFSET: '2147483648' }],
+    ['MIGRATE_ON_START', { MIGRATE_ON_START: 'later' }],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector' }],
+    ['OTEL_EXPORTER_OTLP_PROTOCOL', { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }],
+    ['DATABASE_REPLICA_URLS', { DATABASE_REPLICA_URLS: 'replica:3306' }],
+    ['DATABASE_REPLICA_URLS', { DATABASE_URL: 'mysql://p/db', DATABASE_REPLICA_URLS: 'mysql://r/db,postgres://r/db' }],
+    ['DATABASE_REPLICA_URLS', { DATABASE_REPLICA_URLS: 'mysql://r/db' }],
+    ['REPLICA_MAX_LAG', { DATABASE_URL: 'mysql://p/db', REPLICA_MAX_LAG: 'soon' }],
+    ['REPLICA_MAX_LAG', { DATABASE_URL: 'mysql://p/db', REPLICA_MAX_LAG: '10ms' }],
   ])('fails with one line naming %s', (name, env) => {
     const load = () => loadConfig({ DATABASE_URL: sqlite(), JWT_SECRET: SECRET, ...env });
     expect(load).toThrow(ConfigError);
     expect(load).toThrow(new RegExp(`^Invalid configuration: ${name} [^\\n]+$`));
+  });
+
+  it('migrates at start unless MIGRATE_ON_START=false; traces when an OTLP endpoint is set', () => {
+    const base = { DATABASE_URL: sqlite(), JWT_SECRET: SECRET };
+    expect(loadConfig(base)).toMatchObject({ migrateOnStart: true, tracing: false });
+    expect(loadConfig({ ...base, MIGRATE_ON_START: 'false' }).migrateOnStart).toBe(false);
+    expect(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }).tracing).toBe(true);
+  });
+
+  it('reads replica URLs of a MySQL primary and their maximum lag (2 s by default)', () => {
+    const base = { DATABASE_URL: 'mysql://u@primary:3306/registry', JWT_SECRET: SECRET };
+    expect(loadConfig(base)).toMatchObject({ replicaUrls: [], replicaMaxLagMs: 2000 });
+    expect(
+      loadConfig({ ...base, DATABASE_REPLICA_URLS: 'mysql://u@r1:3306/registry, mariadb://u@r2/registry', REPLICA_MAX_LAG: '500ms' }),
+    ).toMatchObject({ replicaUrls: ['mysql://u@r1:3306/registry', 'mysql://u@r2/registry'], replicaMaxLagMs: 500 });
+    expect(loadConfig({ ...base, REPLICA_MAX_LAG: '5s' }).replicaMaxLagMs).toBe(5000);
   });
 
   it('takes MAX_OFFSET as a positive whole number', () => {
