@@ -218,7 +218,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // The API's own scopes wait for the database; operations, docs and the IDE pages do not.
     const requireDatabase = databaseGate(database);
     await app.register(restRoutes, { services, requireDatabase });
-    await registerGraphQL(app, config, services, requireDatabase, { sessionCheckMs: options.sessionCheckMs, directAnswers, documents, tracing });
+    await registerGraphQL(app, config, services, requireDatabase, {
+      sessionCheckMs: options.sessionCheckMs,
+      directAnswers,
+      documents,
+      tracing,
+    });
     await app.ready();
     return app;
   } catch (error) {
