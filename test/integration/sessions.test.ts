@@ -89,7 +89,10 @@ describe.each(databases)('the migrations since the sessions, on %s', (kind) => {
         (await dataSource.query<{ suffix: string }[]>('SELECT suffix FROM trainer_nickname_suffix ORDER BY suffix')).map(
           (row) => row.suffix,
         );
-      // The newest first: the lists' tables (rest_json back), the 64-bit ids, the name keys (data only), the refresh reuse, the REST JSON, the creature count, the event sequence, then the sessions.
+      // The newest first: the creature pages' index (the creatures stay),
+      await dataSource.undoLastMigration();
+      expect(await dataSource.query<unknown[]>('SELECT id FROM creature')).toHaveLength(2);
+      // then the lists' tables (rest_json back), the 64-bit ids, the name keys (data only), the refresh reuse, the REST JSON, the creature count, the event sequence, then the sessions.
       await dataSource.undoLastMigration();
       await expect(suffixes()).rejects.toThrow();
       expect(await restJson()).toEqual([
