@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { RelayLog } from '../auth/session-endings';
 import { Team } from './team';
 import { MAX_LIMIT } from '../common/args';
+import { Trainer as TrainerClass, type Trainer } from './trainer.entity';
 import type { TrainerQueries } from './trainer.queries';
 
 /** The first ids of a list are kept this deep at most (a larger MAX_OFFSET reads deeper pages by a walk of the index). */
@@ -24,6 +25,26 @@ interface Prefix {
   readonly readAt: number;
   /** The list has no more trainers than `ids` (it was read to its end). */
   readonly complete: boolean;
+}
+
+/** The rows of one page: its list and the first and last id it holds. */
+interface RangeRead {
+  readonly team: Team | undefined;
+  readonly first: number;
+  readonly last: number;
+  readonly withCounts: boolean;
+}
+
+/** The index of the first of `sorted` (by id) whose id is `id` or more. */
+function lowerBound(sorted: readonly Trainer[], id: number): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (sorted[middle].id < id) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 /** The key of the list of `team` (every team's: ''). */
@@ -57,6 +78,12 @@ export class TrainerLists {
   private readonly depth: number;
   private readonly span: number;
 
+  private readonly rangeReads = new DataLoader<RangeRead, Trainer[], string>((reads) => this.readRanges(reads), {
+    cache: false,
+    batchScheduleFn: (run) => setImmediate(run),
+    maxBatchSize: 64,
+  });
+
   private readonly countReads = new DataLoader<string, number>((lists) => this.readCounts(lists), {
     cache: false,
     batchScheduleFn: (run) => setImmediate(run),
@@ -80,6 +107,16 @@ export class TrainerLists {
     if (offset + limit > this.depth) return undefined;
     const prefix = await this.prefixOf(team, offset + limit);
     return prefix.ids.slice(offset, offset + limit);
+  }
+
+  /**
+   * The trainers of `team`'s list (every team's when undefined) from `ids[0]` to the last of
+   * `ids` (ids of that list in order, as pageIds gives them), with their counts when `withCounts`:
+   * merged with every other page of the turn into one statement of id ranges.
+   */
+  rows(team: Team | undefined, ids: readonly number[], withCounts: boolean): Promise<Trainer[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.rangeReads.load({ team, first: ids[0], last: ids[ids.length - 1], withCounts });
   }
 
   /** How many trainers `team` has (every team when undefined), exact; merged with every count of this turn. */
@@ -138,6 +175,40 @@ export class TrainerLists {
       this.reading.set(list, reading);
     }
     return reading;
+  }
+
+  private async readRanges(reads: readonly RangeRead[]): Promise<Trainer[][]> {
+    const groups = new Map<string, number[]>();
+    reads.forEach((read, i) => {
+      const key = `${listOf(read.team)}:${read.withCounts ? 1 : 0}`;
+      const group = groups.get(key);
+      if (group) group.push(i);
+      else groups.set(key, [i]);
+    });
+    const pages: Trainer[][] = reads.map(() => []);
+    await Promise.all(
+      [...groups.values()].map(async (members) => {
+        const { team, withCounts } = reads[members[0]];
+        const found = await this.queries.inRanges(
+          team,
+          members.map((i) => [reads[i].first, reads[i].last] as const),
+          withCounts,
+        );
+        found.sort((a, b) => a.id - b.id);
+        // Ranges of one statement may overlap: a row in two pages is one object each (requests never share one).
+        const taken = new Set<Trainer>();
+        for (const i of members) {
+          const { first, last } = reads[i];
+          let at = lowerBound(found, first);
+          for (; at < found.length && found[at].id <= last; at += 1) {
+            const trainer = found[at];
+            pages[i].push(taken.has(trainer) ? Object.assign(new TrainerClass(), trainer) : trainer);
+            taken.add(trainer);
+          }
+        }
+      }),
+    );
+    return pages;
   }
 
   private async readCounts(lists: readonly string[]): Promise<number[]> {

@@ -399,6 +399,25 @@ export class TrainerQueries {
     return rows.map((row) => sqlInt(row.id));
   }
 
+  /**
+   * The trainers of `team` (every team when undefined) whose ids lie in each of `ranges` (first
+   * and last id, both included), with their counts when `withCounts`: the pages of a turn in one
+   * statement, each a range of the primary key (or of the team's index) rather than a lookup per
+   * trainer. The list of ranges is padded to a few lengths so that the statement can be prepared.
+   */
+  async inRanges(team: Team | undefined, ranges: readonly (readonly [number, number])[], withCounts: boolean): Promise<Trainer[]> {
+    const padded = shaped(ranges, [NO_ID, NO_ID] as const, [1, 4, 16, 64]);
+    const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
+    const between = padded.values.map(() => 't.id BETWEEN ? AND ?').join(' OR ');
+    const from = team === undefined ? byIdFrom(this.sql.isMysql) : 'trainer t';
+    const rows = await this.sql.rows<TrainerRow>(
+      `SELECT ${COLUMNS}${counted} FROM ${from} WHERE ${team === undefined ? '' : 't.team = ? AND '}(${between})`,
+      [...(team === undefined ? [] : [team]), ...padded.values.flat()],
+      { prepared: padded.fits, mayLag: true },
+    );
+    return rows.map(toTrainer);
+  }
+
   /** Every team's number of trainers, from trainer_count (a few rows per 65,536 ids). */
   async teamCounts(): Promise<Map<Team, number>> {
     const rows = await this.sql.rows<{ team: Team; n: number | string }>(

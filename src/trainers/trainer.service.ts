@@ -303,9 +303,7 @@ export class TrainerService {
       const found = await this.queries.someFieldsByIds(ids, withCounts, fields, { mayLag: true });
       return ids.map((id) => found.get(id)).filter((trainer) => trainer !== undefined);
     }
-    // A trainer that left since its id was read is left out.
-    const found = await Promise.all(ids.map((id) => this.findById(id, { withCount: withCounts, mayLag: true })));
-    return found.filter((trainer) => trainer !== null);
+    return this.lists.rows(filter.team, ids, withCounts);
   }
 
   /**
