@@ -57,8 +57,8 @@ const listOf = (team: Team | undefined): string => team ?? '';
  * - Each list keeps the ids of its first MAX_OFFSET + 101 trainers (at most SPAN deep; about
  *   80 KB per list at the default MAX_OFFSET, whatever the number of trainers), read when first
  *   needed by one walk of a narrow index. A page at an offset is then a slice of ids, whose rows
- *   come by id with every other trainer read of the turn (TrainerService's merged reads): no walk
- *   of the index per request, and one round trip shared by many requests.
+ *   are the list's trainers from its first id to its last (`rows`): one range per page, the pages
+ *   of a turn in one statement. No walk of the index per request, one round trip for many.
  * - Every count of a turn of the event loop is one statement (trainer_count, by team).
  *
  * The ids stay right as long as no trainer joined or left the list below them. Every write
