@@ -2,6 +2,13 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
+declare global {
+  interface Window {
+    /** The CSP violations watchProblems's init script collects in the page. */
+    cspViolations?: string[];
+  }
+}
+
 const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable'];
 
 /**
@@ -55,12 +62,16 @@ export async function watchProblems(page: Page): Promise<PageProblems> {
   page.on('pageerror', (error) => pageErrors.push(`${page.url()}: ${error.message}`));
   await page.addInitScript(() => {
     const seen: string[] = [];
-    (window as unknown as { cspViolations: string[] }).cspViolations = seen;
+    window.cspViolations = seen;
     document.addEventListener('securitypolicyviolation', (event) => seen.push(`${event.violatedDirective} ${event.blockedURI}`));
   });
   return {
     consoleErrors,
     pageErrors,
-    cspViolations: () => page.evaluate(() => (window as unknown as { cspViolations: string[] }).cspViolations),
+    cspViolations: async () => {
+      const seen = await page.evaluate(() => window.cspViolations);
+      if (!seen) throw new Error("The page has no CSP watcher: watchProblems's init script did not run in it");
+      return seen;
+    },
   };
 }

@@ -85,27 +85,101 @@ export interface Driver {
   deleteMe(token: string | undefined, trainerId: string, password: unknown): Promise<Outcome<boolean>>;
 }
 
+// ---------------------------------------------------------------- Reading answers
+
+/*
+ * Answers are checked against the shape the contract gives them before a test sees them: a
+ * field of the wrong type, or missing, fails the test with the answer in the message. Fields the
+ * shape does not name are kept, so that an assertion on the whole value still sees them.
+ */
+
+type Raw = Record<string, unknown>;
+type Guard<T> = (value: unknown) => value is T;
+/** A guard for every property of T. */
+type Shape<T> = { [K in keyof T]-?: Guard<T[K]> };
+
+const isRaw = (value: unknown): value is Raw => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isString: Guard<string> = (value) => typeof value === 'string';
+const isNumber: Guard<number> = (value) => typeof value === 'number';
+const isArray: Guard<unknown[]> = (value) => Array.isArray(value);
+const isAnything: Guard<unknown> = (_value): _value is unknown => true;
+const orNull =
+  <T>(is: Guard<T>): Guard<T | null> =>
+  (value): value is T | null =>
+    value === null || is(value);
+const optional =
+  <T>(is: Guard<T>): Guard<T | undefined> =>
+  (value): value is T | undefined =>
+    value === undefined || is(value);
+
+function hasShape<T>(value: unknown, shape: Shape<T>): value is T & Raw {
+  if (!isRaw(value)) return false;
+  for (const key in shape) if (!shape[key](value[key])) return false;
+  return true;
+}
+
+/** `value` as T, or a thrown error naming what was expected and showing what came. */
+function parse<T>(value: unknown, shape: Shape<T>, what: string): T & Raw {
+  if (!hasShape(value, shape)) throw new Error(`Not ${what} as the contract says: ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** A trainer as both transports write it, but its id and email. */
+const TRAINER_COMMON = {
+  nickname: isString,
+  firstName: isString,
+  lastName: isString,
+  team: isString,
+  creaturesOwned: isNumber,
+  createdAt: isString,
+};
+/** A creature as both transports write it, but its ids. */
+const CREATURE_COMMON = { name: isString, speciesId: isNumber, level: isNumber, createdAt: isString };
+/** A session as both transports write it, but its trainer. */
+const AUTH_COMMON = {
+  token: isString,
+  tokenType: isString,
+  expiresAt: isString,
+  refreshToken: isString,
+  refreshExpiresAt: isString,
+  trainer: isAnything,
+};
+const PAGE_COMMON = {
+  items: isArray,
+  totalCount: isNumber,
+  limit: isNumber,
+  offset: isNumber,
+  nextCursor: optional(orNull(isString)),
+};
+
 // ---------------------------------------------------------------- GraphQL
 
 const TRAINER_FIELDS = 'id nickname firstName lastName email team creaturesOwned createdAt';
 const CREATURE_FIELDS = 'id name speciesId level createdAt trainer { id }';
 const AUTH_FIELDS = `token tokenType expiresAt refreshToken refreshExpiresAt trainer { ${TRAINER_FIELDS} }`;
 
-type Raw = Record<string, unknown>;
-
-const trainerOf = (raw: Raw): TrainerView => ({ ...(raw as unknown as TrainerView), id: Number(raw.id) });
-const creatureOf = (raw: Raw): CreatureView => {
-  const { trainer, ...rest } = raw as Raw & { trainer: { id: string } };
-  return { ...(rest as unknown as CreatureView), id: Number(rest.id), trainerId: Number(trainer.id) };
+const trainerOf = (raw: unknown): TrainerView => {
+  const trainer = parse(raw, { ...TRAINER_COMMON, id: isString, email: orNull(isString) }, 'a GraphQL Trainer');
+  return { ...trainer, id: Number(trainer.id) };
 };
+const creatureOf = (raw: unknown): CreatureView => {
+  const { trainer, ...rest } = parse(raw, { ...CREATURE_COMMON, id: isString, trainer: isRaw }, 'a GraphQL Creature');
+  return { ...rest, id: Number(rest.id), trainerId: Number(parse(trainer, { id: isString }, "a GraphQL Creature's trainer").id) };
+};
+const authOf = (raw: unknown): AuthView => {
+  const auth = parse(raw, AUTH_COMMON, 'a GraphQL AuthPayload');
+  return { ...auth, trainer: trainerOf(auth.trainer) };
+};
+const doneOf = (raw: unknown): boolean => raw === true;
 
-function outcome<T>(res: GraphQLResponse, pick: (data: Raw) => Raw | null | undefined, map: (raw: Raw) => T): Outcome<T> {
+/** The error of an answer, or NOT_FOUND when data[key] is null, or data[key] read by `map`. */
+function outcome<T>(res: GraphQLResponse, key: string, map: (raw: unknown) => T): Outcome<T> {
   const error = res.errors?.[0];
   if (error) {
     const fields = error.extensions?.fields?.map((f) => ({ ...f, field: f.field.replace(/^input\./, '') }));
     return { ok: false, code: error.extensions?.code ?? 'NONE', status: res.status, ...(fields ? { fields } : {}) };
   }
-  const raw = pick(res.data as Raw);
+  const raw = isRaw(res.data) ? res.data[key] : undefined;
   if (raw === null || raw === undefined) return { ok: false, code: 'NOT_FOUND', status: res.status };
   return { ok: true, value: map(raw) };
 }
@@ -117,7 +191,7 @@ export function graphqlDriver(app: FastifyInstance): Driver {
       const res = await gql(app, `mutation($input: RegisterTrainerInput!) { registerTrainer(input: $input) { ${TRAINER_FIELDS} } }`, {
         input,
       });
-      return outcome(res, (d) => d.registerTrainer as Raw, trainerOf);
+      return outcome(res, 'registerTrainer', trainerOf);
     },
     async authenticate(email, password) {
       const res = await gql(
@@ -125,15 +199,11 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         `mutation($email: String!, $password: String!) { authenticate(email: $email, password: $password) { ${AUTH_FIELDS} } }`,
         { email, password },
       );
-      return outcome(
-        res,
-        (d) => d.authenticate as Raw,
-        (raw) => ({ ...(raw as unknown as AuthView), trainer: trainerOf(raw.trainer as Raw) }),
-      );
+      return outcome(res, 'authenticate', authOf);
     },
     async getTrainer(token, id) {
       const res = await gql(app, `query($id: ID!) { trainer(id: $id) { ${TRAINER_FIELDS} } }`, { id }, token);
-      return outcome(res, (d) => d.trainer as Raw, trainerOf);
+      return outcome(res, 'trainer', trainerOf);
     },
     async listTrainers(token, query) {
       const res = await gql(
@@ -142,14 +212,10 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         { ...query },
         token,
       );
-      return outcome(
-        res,
-        (d) => d.trainers as Raw,
-        (raw) => ({
-          ...(raw as unknown as PageView<TrainerView>),
-          items: (raw.items as Raw[]).map(trainerOf),
-        }),
-      );
+      return outcome(res, 'trainers', (raw) => {
+        const page = parse(raw, PAGE_COMMON, 'a GraphQL TrainerPage');
+        return { ...page, items: page.items.map(trainerOf) };
+      });
     },
     async createCreature(token, trainerId, input) {
       const res = await gql(
@@ -158,11 +224,11 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         { trainerId, input },
         token,
       );
-      return outcome(res, (d) => d.createCreature as Raw, creatureOf);
+      return outcome(res, 'createCreature', creatureOf);
     },
     async getCreature(token, _trainerId, creatureId) {
       const res = await gql(app, `query($id: ID!) { creature(id: $id) { ${CREATURE_FIELDS} } }`, { id: creatureId }, token);
-      return outcome(res, (d) => d.creature as Raw, creatureOf);
+      return outcome(res, 'creature', creatureOf);
     },
     async listCreatures(token, trainerId, query) {
       const res = await gql(
@@ -171,21 +237,20 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         { id: trainerId, ...query },
         token,
       );
-      return outcome(
-        res,
-        (d) => d.trainer as Raw,
-        (raw) => ({
-          items: (raw.creatures as Raw[]).map(creatureOf),
-          totalCount: raw.creaturesOwned as number,
+      return outcome(res, 'trainer', (raw) => {
+        const trainer = parse(raw, { creatures: isArray, creaturesOwned: isNumber }, "a GraphQL Trainer's creatures");
+        return {
+          items: trainer.creatures.map(creatureOf),
+          totalCount: trainer.creaturesOwned,
           // Not echoed by GraphQL; NaN so that no assertion can pass on a value the server never sent.
           limit: Number.NaN,
           offset: Number.NaN,
-        }),
-      );
+        };
+      });
     },
     async deleteCreature(token, _trainerId, creatureId) {
       const res = await gql(app, `mutation($id: ID!) { deleteCreature(id: $id) { ${CREATURE_FIELDS} } }`, { id: creatureId }, token);
-      return outcome(res, (d) => d.deleteCreature as Raw, creatureOf);
+      return outcome(res, 'deleteCreature', creatureOf);
     },
     async updateCreature(token, _trainerId, creatureId, change) {
       const res = await gql(
@@ -194,17 +259,13 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         { id: creatureId, input: change },
         token,
       );
-      return outcome(res, (d) => d.updateCreature as Raw, creatureOf);
+      return outcome(res, 'updateCreature', creatureOf);
     },
     async refresh(refreshToken) {
       const res = await gql(app, `mutation($refreshToken: String!) { refreshSession(refreshToken: $refreshToken) { ${AUTH_FIELDS} } }`, {
         refreshToken,
       });
-      return outcome(
-        res,
-        (d) => d.refreshSession as Raw,
-        (raw) => ({ ...(raw as unknown as AuthView), trainer: trainerOf(raw.trainer as Raw) }),
-      );
+      return outcome(res, 'refreshSession', authOf);
     },
     async logout(token, everywhere) {
       const res = await gql(
@@ -213,11 +274,7 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         everywhere === undefined ? {} : { everywhere },
         token,
       );
-      return outcome(
-        res,
-        (d) => ({ done: d.logout }),
-        (raw) => raw.done === true,
-      );
+      return outcome(res, 'logout', doneOf);
     },
     async updateMe(token, _trainerId, change) {
       const res = await gql(
@@ -226,7 +283,7 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         { input: change },
         token,
       );
-      return outcome(res, (d) => d.updateMe as Raw, trainerOf);
+      return outcome(res, 'updateMe', trainerOf);
     },
     async changePassword(token, _trainerId, currentPassword, newPassword) {
       const res = await gql(
@@ -235,19 +292,11 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         { c: currentPassword, n: newPassword },
         token,
       );
-      return outcome(
-        res,
-        (d) => ({ done: d.changePassword }),
-        (raw) => raw.done === true,
-      );
+      return outcome(res, 'changePassword', doneOf);
     },
     async deleteMe(token, _trainerId, password) {
       const res = await gql(app, 'mutation($p: String!) { deleteMe(password: $p) }', { p: password }, token);
-      return outcome(
-        res,
-        (d) => ({ done: d.deleteMe }),
-        (raw) => raw.done === true,
-      );
+      return outcome(res, 'deleteMe', doneOf);
     },
   };
 }
@@ -261,7 +310,7 @@ export function restDriver(app: FastifyInstance): Driver {
     token: string | undefined,
     body: unknown,
     okStatus: number,
-    map: (raw: Raw | null, headers: Record<string, unknown>) => T,
+    map: (raw: unknown, headers: Record<string, unknown>) => T,
     contentType = 'application/json',
   ): Promise<Outcome<T>> {
     const res = await app.inject({
@@ -273,17 +322,23 @@ export function restDriver(app: FastifyInstance): Driver {
       },
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
-    if (res.statusCode === okStatus) return { ok: true, value: map(res.body ? res.json<Raw>() : null, res.headers) };
+    if (res.statusCode === okStatus) return { ok: true, value: map(res.body ? res.json<unknown>() : null, res.headers) };
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     const problem = res.json<{ code: string; status: number; fields?: FieldError[] }>();
     expect(problem.status).toBe(res.statusCode);
     return { ok: false, code: problem.code, status: res.statusCode, ...(problem.fields ? { fields: problem.fields } : {}) };
   }
-  const trainerOfRest = (raw: Raw | null): TrainerView => ({
-    ...(raw as unknown as TrainerView),
-    email: (raw?.email as string | undefined) ?? null,
-  });
-  const creatureOfRest = (raw: Raw | null): CreatureView => raw as unknown as CreatureView;
+  // REST leaves out the email of another trainer (GraphQL answers null).
+  const trainerOfRest = (raw: unknown): TrainerView => {
+    const trainer = parse(raw, { ...TRAINER_COMMON, id: isNumber, email: optional(isString) }, 'a REST trainer');
+    return { ...trainer, email: trainer.email ?? null };
+  };
+  const creatureOfRest = (raw: unknown): CreatureView =>
+    parse(raw, { ...CREATURE_COMMON, id: isNumber, trainerId: isNumber }, 'a REST creature');
+  const authOfRest = (raw: unknown): AuthView => {
+    const auth = parse(raw, AUTH_COMMON, 'a REST session');
+    return { ...auth, trainer: trainerOfRest(auth.trainer) };
+  };
   const qs = (query: PageQuery) => {
     const params = new URLSearchParams();
     if (query.limit !== undefined) params.set('limit', asParam(query.limit));
@@ -298,30 +353,21 @@ export function restDriver(app: FastifyInstance): Driver {
   return {
     name: 'rest',
     register: (input) => call('POST', '/trainer', undefined, input, 201, trainerOfRest),
-    authenticate: (email, password) =>
-      call('POST', '/trainer/authenticate', undefined, { email, password }, 200, (raw) => ({
-        ...(raw as unknown as AuthView),
-        trainer: trainerOfRest(raw!.trainer as Raw),
-      })),
+    authenticate: (email, password) => call('POST', '/trainer/authenticate', undefined, { email, password }, 200, authOfRest),
     getTrainer: (token, id) => call('GET', `/trainer/${seg(id)}`, token, undefined, 200, trainerOfRest),
     listTrainers: (token, query) =>
-      call('GET', `/trainer${qs(query)}`, token, undefined, 200, (raw, headers) => ({
-        ...(raw as unknown as PageView<TrainerView>),
-        items: (raw!.items as Raw[]).map(trainerOfRest),
-        ...(typeof headers.link === 'string' ? { link: headers.link } : {}),
-      })),
+      call('GET', `/trainer${qs(query)}`, token, undefined, 200, (raw, headers) => {
+        const page = parse(raw, PAGE_COMMON, 'a REST page of trainers');
+        return { ...page, items: page.items.map(trainerOfRest), ...(typeof headers.link === 'string' ? { link: headers.link } : {}) };
+      }),
     createCreature: (token, trainerId, input) => call('POST', `/trainer/${seg(trainerId)}/creature`, token, input, 201, creatureOfRest),
     getCreature: (token, trainerId, creatureId) =>
       call('GET', `/trainer/${seg(trainerId)}/creature/${seg(creatureId)}`, token, undefined, 200, creatureOfRest),
     listCreatures: (token, trainerId, query) =>
-      call(
-        'GET',
-        `/trainer/${seg(trainerId)}/creature${qs(query)}`,
-        token,
-        undefined,
-        200,
-        (raw) => raw as unknown as PageView<CreatureView>,
-      ),
+      call('GET', `/trainer/${seg(trainerId)}/creature${qs(query)}`, token, undefined, 200, (raw) => {
+        const page = parse(raw, PAGE_COMMON, 'a REST page of creatures');
+        return { ...page, items: page.items.map(creatureOfRest) };
+      }),
     deleteCreature: (token, trainerId, creatureId) =>
       call('DELETE', `/trainer/${seg(trainerId)}/creature/${seg(creatureId)}`, token, undefined, 204, () => null),
     // As JSON Merge Patch, the media type PATCH clients send; plain JSON has its own test.
@@ -335,11 +381,7 @@ export function restDriver(app: FastifyInstance): Driver {
         creatureOfRest,
         'application/merge-patch+json',
       ),
-    refresh: (refreshToken) =>
-      call('POST', '/trainer/authenticate/refresh', undefined, { refreshToken }, 200, (raw) => ({
-        ...(raw as unknown as AuthView),
-        trainer: trainerOfRest(raw!.trainer as Raw),
-      })),
+    refresh: (refreshToken) => call('POST', '/trainer/authenticate/refresh', undefined, { refreshToken }, 200, authOfRest),
     logout: (token, everywhere) =>
       call('POST', '/trainer/logout', token, everywhere === undefined ? undefined : { everywhere }, 204, () => true),
     // As JSON Merge Patch, the media type PATCH clients send; plain JSON has its own test.
