@@ -23,7 +23,7 @@ const ROOT = resolve(__dirname, '..', '..');
 export function generateTrustedDocuments(): Generated {
   const folder = mkdtempSync(join(tmpdir(), 'registry-codegen-'));
   const out = join(folder, 'gql');
-  // As the README tells a frontend team: the client preset, persisted documents, and __typename
+  // As docs/api.md tells a frontend team: the client preset, persisted documents, and __typename
   // added to every selection (Apollo Client's cache asks for it; the manifest must hold it too).
   const config = `const { addTypenameSelectionDocumentTransform } = require(${JSON.stringify(require.resolve('@graphql-codegen/client-preset'))});
 module.exports = {
