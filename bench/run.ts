@@ -448,7 +448,7 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
       requests: [graphql(PAGE, () => ({ offset: 0 }))],
     },
     { name: 'GraphQL deep paging (offset MAX_OFFSET-20)', target: 'service', requests: [graphql(DEEP, () => ({ offset: deepest }))] },
-    // At 50 connections every p50 is mostly queueing (about 50 / throughput, 4-5 ms even for the
+    // At 50 connections every p50 is mostly queueing (about 50 / throughput, even for the
     // baseline); one connection measures what a deep page itself takes.
     {
       name: 'GraphQL deep paging (offset MAX_OFFSET-20), 1 connection',
@@ -593,9 +593,9 @@ async function untilIdle(base: string): Promise<void> {
 
 /**
  * The RSS once V8 has given back what the load left: its memory reducer collects and compacts a
- * heap that has stopped growing after several idle seconds (in a trial, 163 MB right after a
- * sequence of the cases and 116 MB ten seconds later). Read each second until it has not fallen
- * by more than 1 MB for 5 s, or for 30 s at most.
+ * heap that has stopped growing after several idle seconds, tens of MB below what it held right
+ * after the cases. Read each second until it has not fallen by more than 1 MB for 5 s, or for
+ * 30 s at most.
  */
 async function settledRss(pid: number): Promise<number> {
   let lowest = memory(pid).rssMb;
