@@ -56,7 +56,7 @@ describe('npm run bench -- --quick', () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
       ['-r', 'ts-node/register/transpile-only', 'bench/run.ts', '--quick', '--from-source', '--out', out],
-      { cwd: root, timeout: 170_000 },
+      { cwd: root, timeout: 400_000 },
     );
     const files = readdirSync(out).sort();
     expect(files.map((f) => f.replace(/^.*\./, ''))).toEqual(['json', 'md', 'svg']);
@@ -150,5 +150,5 @@ describe('npm run bench -- --quick', () => {
         'utf8',
       ),
     ).toMatch(/^<svg [^>]*>/);
-  }, 180_000);
+  }, 420_000);
 });
