@@ -48,6 +48,9 @@ interface TrainerRead {
   readonly session?: number;
 }
 
+/** Reads merged into one statement at most (bounds it); a request's own reads are bounded by the GraphQL cost limit. */
+const MAX_MERGED_READS = 1000;
+
 export class TrainerService {
   /**
    * Single-trainer reads of every request in flight, merged into one statement per turn of the
@@ -59,8 +62,7 @@ export class TrainerService {
   private readonly reads = new DataLoader<TrainerRead, Trainer | null>((keys) => this.readBatch(keys), {
     cache: false,
     batchScheduleFn: (run) => setImmediate(run),
-    // Bounds one statement; a request's own reads are bounded by the GraphQL cost limit.
-    maxBatchSize: 1000,
+    maxBatchSize: MAX_MERGED_READS,
   });
 
   /**
@@ -71,7 +73,7 @@ export class TrainerService {
   private readonly laggingReads = new DataLoader<TrainerRead, Trainer | null>((keys) => this.readBatch(keys, true), {
     cache: false,
     batchScheduleFn: (run) => setImmediate(run),
-    maxBatchSize: 1000,
+    maxBatchSize: MAX_MERGED_READS,
   });
 
   constructor(
