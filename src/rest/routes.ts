@@ -91,6 +91,12 @@ export async function restRoutes(
   const authenticateToken = async (request: FastifyRequest) => {
     request.auth.tokenId();
   };
+  /** A trainer with its count as `viewerId` sees it; NOT_FOUND when there is no such trainer. */
+  const trainerFor = async (viewerId: number, id: number) => {
+    const trainer = await services.trainers.findFor(viewerId, id, { withCount: true });
+    if (!trainer) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
+    return presentTrainer(trainer, viewerId);
+  };
   /**
    * For routes checked by authenticateToken, whose input is validated before any handler has
    * checked the caller (routes with `attachValidation`, whose handlers call this first when
@@ -98,12 +104,6 @@ export async function restRoutes(
    * that (401) before anything about its input, as on every other route. One round trip, on
    * refused input only.
    */
-  /** A trainer with its count as `viewerId` sees it; NOT_FOUND when there is no such trainer. */
-  const trainerFor = async (viewerId: number, id: number) => {
-    const trainer = await services.trainers.findFor(viewerId, id, { withCount: true });
-    if (!trainer) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
-    return presentTrainer(trainer, viewerId);
-  };
   const refuseInvalidInput = async (request: FastifyRequest, invalid: Error): Promise<never> => {
     await request.auth.requireViewer();
     throw invalid;
