@@ -1,16 +1,11 @@
 import { createPool, type Pool } from 'mysql2';
+import { BEAT, LAG } from './replica.queries';
 
 /** How often the primary's heartbeat row is written, and each replica's lag is read. */
 const BEAT_MS = 250;
 const PROBE_MS = 250;
 /** A probe that takes longer counts as a replica away. */
 const PROBE_TIMEOUT_MS = 1000;
-
-const CREATE_HEARTBEAT =
-  'CREATE TABLE IF NOT EXISTS replica_heartbeat (id TINYINT UNSIGNED NOT NULL PRIMARY KEY, beat_at DATETIME(3) NOT NULL)';
-const BEAT = 'INSERT INTO replica_heartbeat (id, beat_at) VALUES (1, UTC_TIMESTAMP(3)) ON DUPLICATE KEY UPDATE beat_at = UTC_TIMESTAMP(3)';
-/** How far behind the replica is: the primary's last heartbeat it has applied, against the clock. */
-const LAG = 'SELECT TIMESTAMPDIFF(MICROSECOND, beat_at, UTC_TIMESTAMP(3)) AS lag FROM replica_heartbeat WHERE id = 1';
 
 interface Replica {
   readonly name: string;
@@ -85,23 +80,11 @@ export class Replicas {
 
   /** Starts the heartbeat on the primary and the probes, once the primary is connected. */
   start(primary: () => Pool | undefined): void {
-    let created = false;
-    let warned = false;
+    // A beat that fails (the primary away, or its migrations not run yet) is simply the next one's to make.
     const beat = () => {
       const pool = primary();
       if (!pool || this.stopped) return;
-      const write = () => pool.query({ sql: BEAT, timeout: PROBE_TIMEOUT_MS }, () => undefined);
-      if (created) write();
-      else
-        pool.query({ sql: CREATE_HEARTBEAT, timeout: 5000 }, (error) => {
-          if (error) {
-            if (!warned) this.log.warn({ err: error }, 'replicas: the heartbeat table could not be created on the primary');
-            warned = true;
-            return;
-          }
-          created = true;
-          write();
-        });
+      pool.query({ sql: BEAT, timeout: PROBE_TIMEOUT_MS }, () => undefined);
     };
     this.timers.push(setInterval(() => this.untraced(beat), BEAT_MS));
     for (const replica of this.replicas) this.timers.push(setInterval(() => this.untraced(() => this.probe(replica)), PROBE_MS));

@@ -4,6 +4,8 @@ import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
 import { unavailableAsAppError } from './errors';
 import type { Tracing } from '../telemetry/spans';
 import type { Replicas } from './replicas';
+import { BEGIN_IMMEDIATE, COMMIT, mysqlTransaction, ROLLBACK } from './connection.queries';
+import { isMysql } from './data-source';
 
 /*
  * How the modules' query files (trainer.queries.ts, creature.queries.ts) talk to the database:
@@ -74,6 +76,12 @@ export class Sql {
   private sqliteQuiet: (() => void) | undefined;
 
   /**
+   * Whether the database is MySQL/MariaDB (else SQLite), as data-source.ts's isMysql says: the
+   * query files ask this, for the few statements whose text differs between the two.
+   */
+  readonly isMysql: boolean;
+
+  /**
    * @param tracing with tracing on: a span per SQLite statement (MySQL's come from the mysql2
    *   instrumentation, telemetry/sdk.ts)
    */
@@ -83,10 +91,8 @@ export class Sql {
     private readonly tracing?: Pick<Tracing, 'statement'>,
     /** DATABASE_REPLICA_URLS: where reads marked `mayLag` go while one is healthy. */
     private readonly replicas?: Replicas,
-  ) {}
-
-  get isMysql(): boolean {
-    return this.dataSource.options.type === 'mysql' || this.dataSource.options.type === 'mariadb';
+  ) {
+    this.isMysql = isMysql(dataSource);
   }
 
   /** A DATETIME value as this database stores it: a Date for mysql2 (timezone Z), UTC text for SQLite. */
@@ -184,7 +190,7 @@ export class Sql {
     try {
       if (this.sqliteUnderWay > 0) await new Promise<void>((resolve) => (this.sqliteQuiet = resolve));
       this.sqliteQuiet = undefined;
-      await this.timed('BEGIN IMMEDIATE', () => runner.query('BEGIN IMMEDIATE'));
+      await this.timed(BEGIN_IMMEDIATE, () => runner.query(BEGIN_IMMEDIATE));
       const results: BatchResult[] = [];
       try {
         for (const { sql, params } of statements) {
@@ -197,10 +203,10 @@ export class Sql {
           );
         }
       } catch (error) {
-        await runner.query('ROLLBACK').catch(() => undefined);
+        await runner.query(ROLLBACK).catch(() => undefined);
         throw error;
       }
-      await this.timed('COMMIT', () => runner.query('COMMIT'));
+      await this.timed(COMMIT, () => runner.query(COMMIT));
       return results;
     } finally {
       await runner.release();
@@ -215,9 +221,10 @@ export class Sql {
     );
     const logger = this.dataSource.logger;
     for (const { sql } of statements) logger.logQuery(sql);
-    // SET TRANSACTION applies to the next transaction only: the connection goes back to the pool as it was.
-    const opening = readCommitted ? ['SET TRANSACTION ISOLATION LEVEL READ COMMITTED', 'START TRANSACTION'] : ['START TRANSACTION'];
-    const text = [...opening, ...statements.map((s) => s.sql), 'COMMIT'].join(';\n');
+    const { sql: text, opening } = mysqlTransaction(
+      statements.map((s) => s.sql),
+      readCommitted,
+    );
     const started = performance.now();
     try {
       const results = await new Promise<unknown[]>((resolve, reject) =>
@@ -227,7 +234,7 @@ export class Sql {
       );
       connection.release();
       return results
-        .slice(opening.length, -1)
+        .slice(opening, -1)
         .map((result) =>
           Array.isArray(result)
             ? { rows: result, affected: result.length, insertId: 0 }
@@ -240,7 +247,7 @@ export class Sql {
       if (fatal) connection.destroy();
       else {
         await new Promise<void>((resolve) =>
-          connection.query('ROLLBACK', (failed) => {
+          connection.query(ROLLBACK, (failed) => {
             if (failed) connection.destroy();
             else connection.release();
             resolve();

@@ -6,8 +6,8 @@ import { CreateCreatureInput, UpdateCreatureInput } from '../creatures/creature.
 import type { Services } from '../services';
 import type { Trainer } from '../trainers/trainer.entity';
 import { RegisterTrainerInput, UpdateTrainerInput } from '../trainers/trainer.inputs';
-import { presentCreature } from './present';
-import { profileOf } from '../trainers/trainer.service';
+import { presentCreature, presentTrainer, presentTrainerPage } from './present';
+import { AppError } from '../errors';
 import {
   authenticateBody,
   authPayloadSchema,
@@ -91,6 +91,12 @@ export async function restRoutes(
   const authenticateToken = async (request: FastifyRequest) => {
     request.auth.tokenId();
   };
+  /** A trainer with its count as `viewerId` sees it; NOT_FOUND when there is no such trainer. */
+  const trainerFor = async (viewerId: number, id: number) => {
+    const trainer = await services.trainers.findFor(viewerId, id, { withCount: true });
+    if (!trainer) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
+    return presentTrainer(trainer, viewerId);
+  };
   /**
    * For routes checked by authenticateToken, whose input is validated before any handler has
    * checked the caller (routes with `attachValidation`, whose handlers call this first when
@@ -120,7 +126,7 @@ export async function restRoutes(
     },
     async (request, reply) => {
       const trainer = await services.trainers.register(await validInput(RegisterTrainerInput, request.body));
-      return reply.code(201).send(profileOf(trainer, trainer.id));
+      return reply.code(201).send(presentTrainer(trainer, trainer.id));
     },
   );
 
@@ -139,7 +145,7 @@ export async function restRoutes(
     },
     async (request) => {
       const auth = await services.auth.authenticate(request.body.email, request.body.password, request.ip);
-      return { ...auth, trainer: await services.trainers.profile(auth.trainer.id, auth.trainer.id) };
+      return { ...auth, trainer: await trainerFor(auth.trainer.id, auth.trainer.id) };
     },
   );
 
@@ -160,7 +166,7 @@ export async function restRoutes(
     },
     async (request) => {
       const auth = await services.auth.refresh(request.body.refreshToken, request.ip);
-      return { ...auth, trainer: await services.trainers.profile(auth.trainer.id, auth.trainer.id) };
+      return { ...auth, trainer: await trainerFor(auth.trainer.id, auth.trainer.id) };
     },
   );
 
@@ -215,7 +221,9 @@ export async function restRoutes(
       if (request.validationError) return refuseInvalidInput(request, request.validationError);
       const { limit, offset, after, nickname, nicknameContains, team } = request.query;
       const filter = { nickname, nicknameContains, team };
-      const page = await request.auth.alongside((viewerId) => services.trainers.profilePage(limit, offset, viewerId, { after, filter }));
+      const page = await request.auth.alongside(async (viewerId) =>
+        presentTrainerPage(await services.trainers.pageWithCount(limit, offset, { after, filter }), limit, offset, viewerId),
+      );
       if (page.nextCursor !== null) {
         // A cursor is URL-safe already (base64url and a dot); filter values are encoded.
         let next = `limit=${limit}&after=${page.nextCursor}`;
@@ -241,7 +249,7 @@ export async function restRoutes(
     },
     async (request) => {
       if (request.validationError) return refuseInvalidInput(request, request.validationError);
-      return request.auth.alongside((viewerId) => services.trainers.profile(request.params.trainerId, viewerId));
+      return request.auth.alongside((viewerId) => trainerFor(viewerId, request.params.trainerId));
     },
   );
 
@@ -274,7 +282,7 @@ export async function restRoutes(
     async (request) => {
       const change = await validInput(UpdateTrainerInput, request.body);
       const trainer = await services.accounts.update(request.auth, change, request.log, request.params.trainerId);
-      return profileOf(trainer, trainer.id);
+      return presentTrainer(trainer, trainer.id);
     },
   );
 

@@ -3,7 +3,7 @@ import { EMAIL_PATTERN, MAX_EMAIL, MAX_PASSWORD, MIN_PASSWORD, namePattern, NICK
 import { EMAIL_RULE, MAX_ID, nameRule, NICKNAME_RULE, PASSWORD_RULE } from '../common/validation';
 import { MAX_CREATURE_NAME } from '../creatures/creature.entity';
 import { MAX_TRAINER_NAME } from '../trainers/trainer.entity';
-import { NICKNAME_PART_PATTERN, NICKNAME_PART_RULE } from '../trainers/trainer-filter';
+import { MAX_CURSOR_LENGTH, NICKNAME_PART_PATTERN, NICKNAME_PART_RULE } from '../trainers/trainer-filter';
 import { MAX_LEVEL, MAX_SPECIES_ID } from '../creatures/creature.inputs';
 import { ERROR_STATUS, type ErrorCode } from '../errors';
 import { Team } from '../trainers/team';
@@ -128,7 +128,12 @@ export const trainerListQuery = {
       ...pageQuery.properties.offset,
       description: `${OFFSET_RULE}; above it, BAD_USER_INPUT: read further by following nextCursor (after, or the Link header)`,
     },
-    after: { type: 'string', minLength: 1, maxLength: 200, description: 'A nextCursor from an earlier page; offset must then be 0' },
+    after: {
+      type: 'string',
+      minLength: 1,
+      maxLength: MAX_CURSOR_LENGTH,
+      description: 'A nextCursor from an earlier page; offset must then be 0',
+    },
     nickname: {
       type: 'string',
       description: 'Exactly this nickname, compared case-insensitively; one outside the nickname rules matches nobody',

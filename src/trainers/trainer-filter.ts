@@ -5,6 +5,8 @@ import { Team } from './team';
 
 export const NICKNAME_PART_PATTERN = '^[A-Za-z0-9_.-]{2,32}$';
 export const NICKNAME_PART_RULE = 'must be 2 to 32 characters of A-Z a-z 0-9 _ . -';
+/** The longest `after` either transport takes: far longer than any cursor this service gives, so a longer one is refused unread. */
+export const MAX_CURSOR_LENGTH = 200;
 
 /** Conditions on trainers; every one given must hold. */
 export interface TrainerConditions {
@@ -53,7 +55,7 @@ export class TrainersArgs extends PageArgs {
     description: 'A nextCursor from an earlier page: the page then holds the matching trainers after it (offset must be 0).',
   })
   @IsOptional()
-  @MaxLength(200, { message: 'is not a cursor this service gave' })
+  @MaxLength(MAX_CURSOR_LENGTH, { message: 'is not a cursor this service gave' })
   after?: string | null;
 
   @Field(() => TrainerFilter, { nullable: true })

@@ -194,8 +194,7 @@ export class TrainerQueries {
    * on every instance.
    */
   async insert(row: NewTrainerRow): Promise<number> {
-    const isMysql = this.sql.isMysql;
-    const newId = isMysql ? 'LAST_INSERT_ID()' : 'last_insert_rowid()';
+    const newId = this.sql.isMysql ? 'LAST_INSERT_ID()' : 'last_insert_rowid()';
     const [inserted] = await this.sql.batch([
       {
         sql: 'INSERT INTO trainer (nickname, nickname_key, first_name, last_name, email, password_hash, team, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -211,9 +210,9 @@ export class TrainerQueries {
         ],
       },
       // The suffix and count tables have no row ids of their own (WITHOUT ROWID on SQLite), so the new id stays the trainer's.
-      { sql: suffixesOf(isMysql, `t.id = ${newId}`), params: [] },
+      { sql: suffixesOf(this.sql.isMysql, `t.id = ${newId}`), params: [] },
       {
-        sql: isMysql
+        sql: this.sql.isMysql
           ? `INSERT INTO trainer_count (bucket, team, n) VALUES (${newId} DIV ${COUNT_BUCKET}, ?, 1) ON DUPLICATE KEY UPDATE n = n + 1`
           : `INSERT INTO trainer_count (bucket, team, n) VALUES (${newId} / ${COUNT_BUCKET}, ?, 1) ON CONFLICT (bucket, team) DO UPDATE SET n = n + 1`,
         params: [row.team],
@@ -237,7 +236,6 @@ export class TrainerQueries {
    * transaction, so that those shared rows are held for as little as possible.
    */
   async updateProfile(id: number, change: TrainerChangeRow): Promise<Trainer | null> {
-    const isMysql = this.sql.isMysql;
     const set: string[] = [];
     const values: unknown[] = [];
     for (const [column, value] of [
@@ -250,12 +248,14 @@ export class TrainerQueries {
       set.push(`${column} = ?`);
       values.push(value);
     }
-    const statements: BatchStatement[] = [{ sql: `SELECT id FROM trainer WHERE id = ?${isMysql ? ' FOR UPDATE' : ''}`, params: [id] }];
+    const statements: BatchStatement[] = [
+      { sql: `SELECT id FROM trainer WHERE id = ?${this.sql.isMysql ? ' FOR UPDATE' : ''}`, params: [id] },
+    ];
     if (set.length > 0) statements.push({ sql: `UPDATE trainer SET ${set.join(', ')} WHERE id = ?`, params: [...values, id] });
     if (change.nicknameKey !== undefined) {
       statements.push(
         { sql: 'DELETE FROM trainer_nickname_suffix WHERE trainer_id = ?', params: [id] },
-        { sql: suffixesOf(isMysql, 't.id = ?'), params: [id] },
+        { sql: suffixesOf(this.sql.isMysql, 't.id = ?'), params: [id] },
       );
     }
     if (change.team !== undefined) {
@@ -265,7 +265,7 @@ export class TrainerQueries {
         ' WHERE EXISTS (SELECT 1 FROM trainer WHERE id = ? AND team <> ?)';
       statements.push(
         {
-          sql: isMysql
+          sql: this.sql.isMysql
             ? `INSERT INTO trainer_count (bucket, team, n) ${moves} ORDER BY m.team ON DUPLICATE KEY UPDATE n = n + VALUES(n)`
             : `INSERT INTO trainer_count (bucket, team, n) ${moves} ON CONFLICT (bucket, team) DO UPDATE SET n = n + excluded.n`,
           params: [Math.floor(id / COUNT_BUCKET), change.team, id, id, change.team],
@@ -307,11 +307,13 @@ export class TrainerQueries {
    * held only until the commit.
    */
   async deleteAccount(id: number): Promise<DeletedAccount | null> {
-    const isMysql = this.sql.isMysql;
     const creatures = creaturesOfDeletedTrainer(id);
     const [locked, read, , sessions, , , deleted] = await this.sql.batch(
       [
-        { sql: `SELECT ${COLUMNS}, t.event_seq AS seq FROM trainer t WHERE t.id = ?${isMysql ? ' FOR UPDATE' : ''}`, params: [id] },
+        {
+          sql: `SELECT ${COLUMNS}, t.event_seq AS seq FROM trainer t WHERE t.id = ?${this.sql.isMysql ? ' FOR UPDATE' : ''}`,
+          params: [id],
+        },
         creatures.read,
         creatures.remove,
         endSessionsStatement(id),
@@ -553,11 +555,10 @@ export class ReconcileQueries {
    * in one transaction. How many trainers' counts changed.
    */
   async trainers(from: number, to: number): Promise<number> {
-    const isMysql = this.sql.isMysql;
     const count = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = trainer.id)';
     const [, , recounted] = await this.sql.batch([
       { sql: 'DELETE FROM trainer_nickname_suffix WHERE trainer_id > ? AND trainer_id <= ?', params: [from, to] },
-      { sql: suffixesOf(isMysql, 't.id > ? AND t.id <= ?'), params: [from, to] },
+      { sql: suffixesOf(this.sql.isMysql, 't.id > ? AND t.id <= ?'), params: [from, to] },
       { sql: `UPDATE trainer SET creatures_owned = ${count} WHERE id > ? AND id <= ? AND creatures_owned <> ${count}`, params: [from, to] },
     ]);
     return recounted.affected;

@@ -184,8 +184,9 @@ export class TrainerResolver {
       'Visible only to the trainer itself (including the answers of registerTrainer and authenticate); null for every other caller.',
   })
   async email(@Root() trainer: Trainer, @Ctx() ctx: GraphQLContext): Promise<string | null> {
-    if (ctx.selfIds.has(trainer.id)) return trainer.email;
-    return visibleEmail(trainer, (await ctx.auth.viewer())?.id);
+    // The answers to registerTrainer and authenticate speak to the trainer they return.
+    const readerId = ctx.selfIds.has(trainer.id) ? trainer.id : (await ctx.auth.viewer())?.id;
+    return visibleEmail(trainer, readerId);
   }
 
   @FieldResolver(() => Int, { description: 'How many creatures this trainer owns.' })

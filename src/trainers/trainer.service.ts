@@ -22,35 +22,6 @@ export interface NewTrainer {
   readonly team: Team;
 }
 
-/**
- * A trainer as a reader sees it: plain properties with its creature count, and its email only if
- * the reader is that trainer (absent otherwise). The REST shim sends it as it is.
- */
-export interface TrainerProfile {
-  readonly id: number;
-  readonly nickname: string;
-  readonly firstName: string;
-  readonly lastName: string;
-  readonly email?: string;
-  readonly team: Team;
-  readonly creaturesOwned: number;
-  readonly createdAt: Date;
-}
-
-/** The profile of `trainer` for `viewerId` (see TrainerProfile): one object, made once per trainer a list shows. */
-export function profileOf(trainer: Trainer, viewerId: number | undefined): TrainerProfile {
-  return {
-    id: trainer.id,
-    nickname: trainer.nickname,
-    firstName: trainer.firstName,
-    lastName: trainer.lastName,
-    email: visibleEmail(trainer, viewerId) ?? undefined,
-    team: trainer.team,
-    creaturesOwned: trainer.creaturesOwned ?? 0,
-    createdAt: trainer.createdAt,
-  };
-}
-
 const alreadyExists = (field: 'email' | 'nickname'): AppError =>
   field === 'email'
     ? new AppError('TRAINER_ALREADY_EXISTS', 'A trainer with this email is already registered', [
@@ -58,9 +29,14 @@ const alreadyExists = (field: 'email' | 'nickname'): AppError =>
       ])
     : new AppError('TRAINER_ALREADY_EXISTS', 'This nickname is already taken', [{ field: 'nickname', message: 'is already taken' }]);
 
-/** The privacy rule for emails: a trainer's email is shown to that trainer only. */
-export const visibleEmail = (trainer: Trainer, viewerId: number | undefined): string | null =>
-  trainer.id === viewerId ? trainer.email : null;
+/**
+ * The privacy rule for emails, the only place that decides it: a trainer's email is shown to that
+ * trainer only. `readerId` is the trainer the answer speaks to (the caller, or the trainer that
+ * just registered or signed in); undefined for nobody. Both transports call it: GraphQL's
+ * Trainer.email and the REST presenter (rest/present.ts).
+ */
+export const visibleEmail = (trainer: Trainer, readerId: number | undefined): string | null =>
+  trainer.id === readerId ? trainer.email : null;
 
 /**
  * What the merged reads (TrainerService.reads) are asked: one trainer, with its count or not, and
@@ -71,6 +47,9 @@ interface TrainerRead {
   readonly count: boolean;
   readonly session?: number;
 }
+
+/** Reads merged into one statement at most (bounds it); a request's own reads are bounded by the GraphQL cost limit. */
+const MAX_MERGED_READS = 1000;
 
 export class TrainerService {
   /**
@@ -83,8 +62,7 @@ export class TrainerService {
   private readonly reads = new DataLoader<TrainerRead, Trainer | null>((keys) => this.readBatch(keys), {
     cache: false,
     batchScheduleFn: (run) => setImmediate(run),
-    // Bounds one statement; a request's own reads are bounded by the GraphQL cost limit.
-    maxBatchSize: 1000,
+    maxBatchSize: MAX_MERGED_READS,
   });
 
   /**
@@ -95,7 +73,7 @@ export class TrainerService {
   private readonly laggingReads = new DataLoader<TrainerRead, Trainer | null>((keys) => this.readBatch(keys, true), {
     cache: false,
     batchScheduleFn: (run) => setImmediate(run),
-    maxBatchSize: 1000,
+    maxBatchSize: MAX_MERGED_READS,
   });
 
   constructor(
@@ -236,18 +214,17 @@ export class TrainerService {
   }
 
   /**
-   * A page of trainers as `viewerId` sees them (its own email only), as the REST shim sends it:
-   * `{ items, totalCount, limit, offset, nextCursor }`, totalCount counting those matching the
-   * filter; read with the count at the same time.
+   * A page by id of the trainers matching `filter`, each with its `creaturesOwned`, and how many
+   * trainers match the filter (`totalCount`), read at the same time as the page. `after` and
+   * `nextCursor` as for `page`.
    */
-  async profilePage(
+  async pageWithCount(
     limit: number,
     offset: number,
-    viewerId: number,
     { after, filter = {} }: { after?: string; filter?: TrainerConditions } = {},
-  ): Promise<ProfilePage> {
+  ): Promise<CountedTrainerPage> {
     const [{ items, nextCursor }, totalCount] = await Promise.all([this.pageOf(limit, offset, after, filter, true), this.count(filter)]);
-    return { items: items.map((trainer) => profileOf(trainer, viewerId)), totalCount, limit, offset, nextCursor };
+    return { items, nextCursor, totalCount };
   }
 
   /** How many trainers match `filter` (a nickname outside the nickname rules matches none). Counts may lag. */
@@ -326,24 +303,20 @@ export class TrainerService {
   }
 
   /**
-   * One trainer with its count as the caller `viewerId` sees it (the caller is checked by
-   * RequestAuth.alongside, in the same statement); NOT_FOUND when there is no such trainer.
+   * A trainer by id as the caller `viewerId` reads it (findById): another trainer may be read
+   * from a replica, a moment out of date; the caller itself never is, so it never misses its own
+   * changes. Null when there is no such trainer.
    */
-  async profile(id: number, viewerId: number): Promise<TrainerProfile> {
-    // Another trainer's profile may lag; the caller's own never does.
-    const found = await this.findById(id, { withCount: true, mayLag: id !== viewerId });
-    if (!found) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
-    return profileOf(found, viewerId);
+  findFor(viewerId: number, id: number, { withCount = false } = {}): Promise<Trainer | null> {
+    return this.findById(id, { withCount, mayLag: id !== viewerId });
   }
 }
 
-/** A page of trainers as the REST shim sends it. */
-export interface ProfilePage {
-  readonly items: TrainerProfile[];
-  readonly totalCount: number;
-  readonly limit: number;
-  readonly offset: number;
+/** A page of trainers (with their counts) and how many trainers match its filter (TrainerService.pageWithCount). */
+export interface CountedTrainerPage {
+  readonly items: Trainer[];
   readonly nextCursor: string | null;
+  readonly totalCount: number;
 }
 
 export interface TrainerPageOptions {

@@ -196,7 +196,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
       createdAt: new Date('2026-01-02T03:04:05.000Z'),
     });
     const next = await createTrainer(t.app, { firstName: 'Tab\u00a0Less', createdAt: new Date('2026-01-02T03:04:05.007Z') });
-    // Its count changes after its row was written (the database keeps the page's JSON in step).
+    // Its count changes after its row was written: the page shows the count as it now is.
     const created: number[] = [];
     for (const name of ['Keep', 'Gone']) {
       const res = await t.app.inject({
@@ -214,7 +214,7 @@ describe.each(databases)('REST shim on %s', (kind) => {
       odd.trainer.id,
     ]);
     const single = async (id: number, viewer: TrainerFixture) =>
-      (await t.app.inject({ method: 'GET', url: `/trainer/${id}`, headers: auth(viewer) })).body;
+      (await t.app.inject({ method: 'GET', url: `/trainer/${id}`, headers: auth(viewer) })).json<Record<string, unknown>>();
     // Pages of 2 and 3 go through the merged reads, one of 40 takes a statement of its own.
     for (const [limit, offset] of [
       [2, Number(before.n)],
@@ -225,18 +225,18 @@ describe.each(databases)('REST shim on %s', (kind) => {
         const res = await t.app.inject({ method: 'GET', url: `/trainer?limit=${limit}&offset=${offset}`, headers: auth(viewer) });
         expect(res.statusCode).toBe(200);
         expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
-        const items = /^\{"items":\[(.*)\],"totalCount":\d+,"limit":\d+,"offset":\d+,"nextCursor":(null|"[^"]+")\}$/.exec(res.body);
-        expect(items).not.toBeNull();
-        const page = res.json<{ items: { id: number }[] }>();
+        const page = res.json<{ items: { id: number }[]; limit: number; offset: number }>();
+        expect(Object.keys(page).sort()).toEqual(['items', 'limit', 'nextCursor', 'offset', 'totalCount']);
+        expect(page).toMatchObject({ limit, offset });
         expect(page.items.map((item) => item.id)).toEqual(expect.arrayContaining([odd.trainer.id, next.trainer.id]));
-        // Byte for byte what the single trainer's route (its schema's serializer) writes.
+        // Each item has the values the single trainer's route sends, and no others (in whatever key order).
         const expected = await Promise.all(page.items.map((item) => single(item.id, viewer)));
-        expect(items![1]).toBe(expected.join(','));
+        expect(page.items).toStrictEqual(expected);
         expect(page.items.find((item) => item.id === viewer.trainer.id)).toMatchObject({ email: viewer.email });
         expect(page.items.filter((item) => 'email' in item)).toHaveLength(1);
       }
     }
-    expect(JSON.parse(await single(odd.trainer.id, odd))).toMatchObject({
+    expect(await single(odd.trainer.id, odd)).toMatchObject({
       firstName: 'Zoë "Zed" \\ O’Neil/',
       lastName: '李 😀 </script> ẞ',
       createdAt: '2026-01-02T03:04:05.000Z',

@@ -89,7 +89,12 @@ describe.each(databases)('the migrations since the sessions, on %s', (kind) => {
         (await dataSource.query<{ suffix: string }[]>('SELECT suffix FROM trainer_nickname_suffix ORDER BY suffix')).map(
           (row) => row.suffix,
         );
-      // The newest first: the creature pages' index (the creatures stay),
+      // The newest first: the replicas' heartbeat table (MySQL only),
+      const heartbeat = async () => dataSource.query<unknown[]>('SELECT id FROM replica_heartbeat');
+      if (dataSource.options.type !== 'better-sqlite3') expect(await heartbeat()).toEqual([]);
+      await dataSource.undoLastMigration();
+      await expect(heartbeat()).rejects.toThrow();
+      // the creature pages' index (the creatures stay),
       await dataSource.undoLastMigration();
       expect(await dataSource.query<unknown[]>('SELECT id FROM creature')).toHaveLength(2);
       // then the lists' tables (rest_json back), the 64-bit ids, the name keys (data only), the refresh reuse, the REST JSON, the creature count, the event sequence, then the sessions.

@@ -10,6 +10,7 @@ import { NameKeysWithoutSelectors1796100000000 } from './1796100000000-NameKeysW
 import { BigIds1796200000000 } from './1796200000000-BigIds';
 import { ListsByIndex1796300000000 } from './1796300000000-ListsByIndex';
 import { CreaturePagesByIndex1796400000000 } from './1796400000000-CreaturePagesByIndex';
+import { ReplicaHeartbeat1796500000000 } from './1796500000000-ReplicaHeartbeat';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
 export const migrations = [
@@ -25,4 +26,5 @@ export const migrations = [
   BigIds1796200000000,
   ListsByIndex1796300000000,
   CreaturePagesByIndex1796400000000,
+  ReplicaHeartbeat1796500000000,
 ];
