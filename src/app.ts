@@ -65,8 +65,8 @@ const IDLE_TIMEOUT_MS = 72_000;
 
 /**
  * The rate-limit store; it closes with the app. Commands fail at once while it is down (the limiter
- * then counts in memory). ioredis is loaded only when REDIS_URL asks for it: about 2 MB of heap
- * that a single instance would carry for nothing.
+ * then counts in memory). ioredis is loaded only when REDIS_URL asks for it: its heap would be
+ * carried for nothing by a single instance.
  */
 function connectRedis(url: string, app: FastifyInstance): Redis {
   // require, not import(): Jest runs this file as CommonJS, without ES module support.

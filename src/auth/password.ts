@@ -8,10 +8,10 @@ import { RefusalDelay } from './refusal-delay';
  * event loop. Parameters are one of OWASP's equivalent scrypt settings (N=2^15, r=8, p=3) and
  * are stored in each hash, so they can be changed later without breaking existing passwords.
  *
- * Why this one of OWASP's settings, measured (RSS of the service after 60 logins, /proc): its
+ * Why this one of OWASP's settings, measured (RSS of the service after many logins): its
  * 32 MiB block is above glibc's largest mmap threshold, so every hash maps its memory and gives
  * it back. The 8 MiB of N=2^13, p=10 stays in the pool threads' malloc arenas once freed (glibc
- * raises its mmap threshold to the size of the first block freed): about 33 MB more RSS for good.
+ * raises its mmap threshold to the size of the first block freed), which keeps RSS up for good.
  */
 const PARAMS = { N: 2 ** 15, r: 8, p: 3 } as const;
 

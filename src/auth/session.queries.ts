@@ -23,9 +23,8 @@ export interface SessionRow {
  * first, then one for now), the ids of their open sessions, comma-separated (null when none; null
  * for every other row). Read through the (trainer_id) index: a trainer holds at most
  * MAX_SESSIONS_PER_TRAINER sessions. Neither an IN list of session ids inside the subquery (it
- * probed every listed id for every row: on SQLite 91 ms instead of 1.3 ms for a batch of 1,000)
- * nor a GROUP BY join (MariaDB materialised it for every merged statement: REST GET
- * /trainer/:id fell from about 1.9x to 1.4x of the baseline) did as well.
+ * probes every listed id for every row) nor a GROUP BY join (MariaDB materialises it for every
+ * merged statement) does as well; the commit that chose this form has the measurements.
  */
 export const liveSessionsColumn = (callers: number): string =>
   `CASE WHEN t.id IN (${placeholders(callers)}) THEN (SELECT GROUP_CONCAT(s.id) FROM trainer_session s WHERE s.trainer_id = t.id AND s.expires_at > ?) END`;

@@ -26,8 +26,8 @@ export class CursorCodec {
 
   /**
    * HMAC-SHA256 of the payload (RFC 2104, as createHmac computes it), cut to SIGNATURE_BYTES, from
-   * two one-shot hashes: a REST list signs a cursor per page, and createHmac's object cost 3 µs
-   * where these take about 1 (see bench/README).
+   * two one-shot hashes: a REST list signs a cursor per page, and createHmac's object costs
+   * several times more than these two calls.
    */
   private sign(payload: string): Buffer {
     const payloadBytes = Buffer.from(payload);
