@@ -48,7 +48,7 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-unsafe-assignment': 'off' },
   },
   {
-    files: ['**/*.mjs', '**/*.js'],
+    files: ['**/*.mjs', '**/*.cjs', '**/*.js'],
     extends: [tseslint.configs.disableTypeChecked],
     languageOptions: { globals: { process: 'readonly', module: 'writable', require: 'readonly', console: 'readonly' } },
   },
