@@ -4,7 +4,10 @@ import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 
-export type DatabaseConfig = { readonly type: 'sqlite'; readonly path: string } | { readonly type: 'mysql'; readonly url: string };
+export type DatabaseConfig =
+  | { readonly type: 'sqlite'; readonly path: string }
+  /** `mariadb`: the URL said `mariadb://` (TypeORM's MariaDB mode, see data-source.ts). */
+  | { readonly type: 'mysql'; readonly url: string; readonly mariadb?: true };
 
 export interface Config {
   readonly port: number;
@@ -129,7 +132,7 @@ const databaseUrl = z.string().transform((url, ctx): DatabaseConfig => {
       ctx.addIssue({ code: 'custom', message: 'must look like mysql://user:pass@host:3306/database' });
       return z.NEVER;
     }
-    return { type: 'mysql', url: url.replace(/^mariadb:/, 'mysql:') };
+    return url.startsWith('mariadb:') ? { type: 'mysql', url: url.replace(/^mariadb:/, 'mysql:'), mariadb: true } : { type: 'mysql', url };
   }
   ctx.addIssue({ code: 'custom', message: 'must start with sqlite: or mysql://' });
   return z.NEVER;

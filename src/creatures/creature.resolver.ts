@@ -3,7 +3,6 @@ import { IdArgs } from '../common/args';
 import { parseId } from '../common/validation';
 import { AppError } from '../errors';
 import type { GraphQLContext } from '../graphql/context';
-import type { FieldResolvers } from '../graphql/field-resolvers';
 import { Viewer } from '../graphql/viewer.decorator';
 import { Trainer } from '../trainers/trainer.entity';
 import { Creature } from './creature.entity';
@@ -47,10 +46,4 @@ export class CreatureResolver {
     if (!trainer) throw new AppError('NOT_FOUND', `Trainer ${creature.trainerId} no longer exists`);
     return trainer;
   }
-}
-
-/** Creature.trainer, resolved once per creature of a page, without type-graphql's per-call wrapper (see installFieldResolvers). */
-export function creatureFieldResolvers(): FieldResolvers {
-  const creatures = new CreatureResolver();
-  return { Creature: { trainer: (creature: Creature, _args, ctx) => creatures.trainer(creature, ctx) } };
 }

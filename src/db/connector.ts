@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { BaseLogger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { assertSchemaCurrent, PendingMigrationsError, runMigrations } from './migrate';
 
@@ -21,7 +21,8 @@ export class DatabaseConnector {
 
   constructor(
     private readonly dataSource: DataSource,
-    private readonly log: FastifyBaseLogger,
+    /** The app's logger (pino's, as Fastify's is): the data layer knows no transport. */
+    private readonly log: Pick<BaseLogger, 'info' | 'warn' | 'error'>,
     /** Run pending migrations (MIGRATE_ON_START), or only refuse to serve while any are pending. */
     private readonly migrate = true,
   ) {}

@@ -1,4 +1,5 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { EventEmitter } from 'node:events';
 import { dirname } from 'node:path';
 import { DataSource, type DataSourceOptions, type Logger } from 'typeorm';
 import type { DatabaseConfig } from '../config';
@@ -53,7 +54,14 @@ function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): D
   }
   return {
     ...common,
-    type: 'mysql',
+    // TypeORM's MariaDB mode (same driver) changes how it reads and writes schemas: MariaDB reports
+    // literal column defaults quoted and a missing default as 'NULL', and refuses NULL / NOT NULL
+    // after a generated column, which TypeORM otherwise writes; it also lets TypeORM use
+    // RETURNING and CTEs. Without it, `npm run migration:generate` and TypeORM's own DDL
+    // (queryRunner.addColumn of a generated column) go wrong on MariaDB. The service's SQL is its
+    // own either way. Taken from the URL (`mariadb://`), so the type is fixed when the DataSource
+    // is built, as TypeORM needs it, even while the server is away.
+    type: db.mariadb ? 'mariadb' : 'mysql',
     url: db.url,
     charset: MYSQL_CONNECTION.charset,
     timezone: MYSQL_CONNECTION.timezone,
@@ -120,41 +128,46 @@ function createPrivately(path: string): void {
   }
 }
 
+/** mysql2's public pool events (its Pool is an EventEmitter), counted for GET /metrics. */
+export const POOL_EVENTS = ['connection', 'acquire', 'release', 'enqueue'] as const;
+export type PoolEventCounts = Record<(typeof POOL_EVENTS)[number], number>;
+const poolEventCounts = new WeakMap<DataSource, PoolEventCounts>();
+
+/** How often the MySQL pool has emitted each event since the DataSource was created; undefined on SQLite. */
+export const poolEventsOf = (dataSource: DataSource): Readonly<PoolEventCounts> | undefined => poolEventCounts.get(dataSource);
+
 /**
- * A DataSource that tells TypeORM's MySQL driver when the server is MariaDB. A `mysql://` URL
- * may point at either; TypeORM's MariaDB mode (its `mariadb` type, same driver) knows that MariaDB
- * reports column defaults quoted and refuses NULL after a generated column (trainer.rest_json),
- * which its schema comparison and migration generation otherwise get wrong. Switched once
- * connected, when the server's version says MariaDB; the capabilities TypeORM derives from the
- * type (RETURNING, CTEs) are then derived again.
+ * A DataSource that, once connected (initialize is TypeORM's public entry point; nothing else of
+ * it is overridden):
+ *
+ * - On SQLite, declares the row ids as the migrations made them. Ids are BIGINT in the entities
+ *   (MySQL/MariaDB). SQLite's 64-bit row id is a column declared exactly INTEGER PRIMARY KEY
+ *   (`bigint PRIMARY KEY` would be a column of its own, and refuses AUTOINCREMENT), so there the
+ *   generated ids and the columns referring to them are INTEGER: the same values. Nothing of the
+ *   service reads through TypeORM's entities (its SQL is its own); the column types matter to
+ *   TypeORM's schema comparison (`createSchemaBuilder().log()`, the schema test, and
+ *   `npm run migration:generate`), which would otherwise want every id column changed. Set on
+ *   the public ColumnMetadata of the built entity metadata, before anything reads them.
+ * - On MySQL, counts mysql2's public pool events (poolEventsOf): the pool's own counts of open,
+ *   idle and waiting connections are private fields, and are not read.
  */
 class RegistryDataSource extends DataSource {
-  /**
-   * Ids are BIGINT in the entities (MySQL/MariaDB). SQLite's 64-bit row id is a column declared
-   * exactly INTEGER PRIMARY KEY (`bigint PRIMARY KEY` would be a column of its own, and refuses
-   * AUTOINCREMENT), so there the generated ids and the columns referring to them are INTEGER, as
-   * the migrations made them: the same values, and the schema TypeORM compares with the tables.
-   */
-  protected override async buildMetadatas(): Promise<void> {
-    await super.buildMetadatas();
-    if (this.options.type !== 'better-sqlite3') return;
-    for (const metadata of this.entityMetadatas) {
-      for (const column of metadata.columns) {
-        const rowId = (column.isPrimary && column.isGenerated) || column.referencedColumn?.isGenerated === true;
-        if (column.type === 'bigint' && rowId) column.type = 'integer';
-      }
-    }
-  }
-
   override async initialize(): Promise<this> {
     await super.initialize();
-    const driver = this.driver as unknown as { options: { type: string }; afterConnect(): Promise<void> };
-    if (driver.options.type !== 'mysql') return this;
-    // TypeORM keeps only the version's number: MariaDB says its name after it.
-    const [{ version }] = await this.query<{ version: string }[]>('SELECT VERSION() AS version');
-    if (version.includes('MariaDB')) {
-      driver.options.type = 'mariadb';
-      await driver.afterConnect();
+    if (this.options.type === 'better-sqlite3') {
+      for (const metadata of this.entityMetadatas) {
+        for (const column of metadata.columns) {
+          const rowId = (column.isPrimary && column.isGenerated) || column.referencedColumn?.isGenerated === true;
+          if (column.type === 'bigint' && rowId) column.type = 'integer';
+        }
+      }
+    }
+    const pool: unknown = 'pool' in this.driver ? this.driver.pool : undefined;
+    if (pool instanceof EventEmitter) {
+      // A DataSource connected again (DatabaseConnector) has a new pool: the counts go on.
+      let counts = poolEventCounts.get(this);
+      if (!counts) poolEventCounts.set(this, (counts = { connection: 0, acquire: 0, release: 0, enqueue: 0 }));
+      for (const event of POOL_EVENTS) pool.on(event, () => (counts[event] += 1));
     }
     return this;
   }

@@ -1,6 +1,7 @@
 import { MigrationExecutor, type DataSource } from 'typeorm';
 import type { DatabaseConfig } from '../config';
 import { createDataSource, isMysql } from './data-source';
+import { RELEASE_MIGRATION_LOCK, TAKE_MIGRATION_LOCK } from './data-source.queries';
 
 const LOCK_NAME = 'creature_registry_migrations';
 
@@ -25,12 +26,12 @@ export async function runMigrations(dataSource: DataSource): Promise<string[]> {
   if (!isMysql(dataSource)) return names(await dataSource.runMigrations({ transaction: 'each' }));
   const runner = dataSource.createQueryRunner();
   try {
-    const [row] = (await runner.query('SELECT GET_LOCK(?, 60) AS locked', [LOCK_NAME])) as { locked: number }[];
+    const [row] = (await runner.query(TAKE_MIGRATION_LOCK, [LOCK_NAME])) as { locked: number }[];
     if (Number(row?.locked) !== 1) throw new Error('Timed out waiting for another instance to finish migrating');
     try {
       return names(await dataSource.runMigrations({ transaction: 'each' }));
     } finally {
-      await runner.query('SELECT RELEASE_LOCK(?)', [LOCK_NAME]);
+      await runner.query(RELEASE_MIGRATION_LOCK, [LOCK_NAME]);
     }
   } finally {
     await runner.release();

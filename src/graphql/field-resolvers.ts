@@ -1,7 +1,5 @@
-import { getNamedType, isInputObjectType, isObjectType, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import { IdArgs } from '../common/args';
 import { parseId, validateOrThrow } from '../common/validation';
-import type { GraphQLContext } from './context';
 
 /**
  * Argument objects found valid, by class and key: the 100 `creatures(limit: 10)` fields of a
@@ -59,53 +57,4 @@ export function checkArguments(value: unknown): Promise<void> | undefined {
     if (!known) validArguments.set(value.constructor, new Set([key]));
     else if (known.size < MAX_VERDICTS) known.add(key);
   });
-}
-
-type Resolve = (root: never, args: Record<string, unknown>, context: GraphQLContext, info: GraphQLResolveInfo) => unknown;
-
-/** Plain resolvers by type and field name. */
-export type FieldResolvers = Record<string, Record<string, Resolve>>;
-
-/**
- * A resolver that takes its arguments as an instance of the @ArgsType class `Args`, checked as
- * type-graphql checks them (checkArguments): at once when the same arguments were valid before.
- * Only for classes of scalar fields (installFieldResolvers refuses fields with input objects).
- */
-export function withArgs<Root, Args extends object>(
-  Args: new () => Args,
-  resolve: (root: Root, args: Args, context: GraphQLContext, info: GraphQLResolveInfo) => unknown,
-): Resolve {
-  return (root: Root, args, context, info) => {
-    const instance = Object.assign(new Args(), args);
-    const checked = checkArguments(instance);
-    return checked ? checked.then(() => resolve(root, instance, context, info)) : resolve(root, instance, context, info);
-  };
-}
-
-/**
- * Puts plain resolvers in place of type-graphql's for fields resolved once per item of a list (a
- * page's 100 trainers, their 1,000 creatures). type-graphql's wrapper makes about ten objects
- * per call (the sorted parameter list, the resolver data, a validation promise, Promise.all, ...);
- * with 50 pages in flight they live across the wait for the next statement, so the young
- * generation promotes them and the old one collects them. Without it the nested page took about
- * 17% less CPU (bench/README.md, "The nested page and the lists").
- *
- * The fields keep their type, arguments, defaults and description from the decorators; a field
- * listed here must carry no middleware and no @Authorized (what type-graphql would have added),
- * and takes its arguments through withArgs.
- */
-export function installFieldResolvers(schema: GraphQLSchema, resolvers: FieldResolvers): void {
-  for (const [typeName, fields] of Object.entries(resolvers)) {
-    const type = schema.getType(typeName);
-    if (!isObjectType(type)) throw new Error(`${typeName} is not an object type of the schema`);
-    const own = type.getFields();
-    for (const [name, resolve] of Object.entries(fields)) {
-      const field = own[name];
-      if (!field) throw new Error(`${typeName}.${name} is not a field of the schema`);
-      if (field.args.some((arg) => isInputObjectType(getNamedType(arg.type)))) {
-        throw new Error(`${typeName}.${name} takes an input object: leave it to type-graphql`);
-      }
-      field.resolve = resolve as typeof field.resolve;
-    }
-  }
 }

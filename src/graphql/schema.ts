@@ -1,17 +1,17 @@
 import { printSchema, type GraphQLSchema } from 'graphql';
 import { buildSchema } from 'type-graphql';
 import { AuthResolver } from '../auth/auth.resolver';
-import { CreatureResolver, creatureFieldResolvers } from '../creatures/creature.resolver';
+import { CreatureResolver } from '../creatures/creature.resolver';
 import { CreatureEventsResolver } from '../events/creature-events.resolver';
-import { TrainerPageResolver, TrainerResolver, trainerFieldResolvers } from '../trainers/trainer.resolver';
+import { TrainerPageResolver, TrainerResolver } from '../trainers/trainer.resolver';
 import { authChecker } from './auth-checker';
-import { checkArguments, installFieldResolvers } from './field-resolvers';
+import { checkArguments } from './field-resolvers';
 import { DateTimeISO } from './scalars';
 
 const resolvers = [TrainerResolver, TrainerPageResolver, CreatureResolver, AuthResolver, CreatureEventsResolver] as const;
 
 export async function buildGraphQLSchema(): Promise<GraphQLSchema> {
-  const schema = await buildSchema({
+  return buildSchema({
     resolvers,
     authChecker,
     scalarsMap: [{ type: Date, scalar: DateTimeISO }],
@@ -25,9 +25,6 @@ export async function buildGraphQLSchema(): Promise<GraphQLSchema> {
       },
     },
   });
-  installFieldResolvers(schema, trainerFieldResolvers());
-  installFieldResolvers(schema, creatureFieldResolvers());
-  return schema;
 }
 
 /** The SDL committed as schema.graphql, in the resolvers' declaration order (as clients have always read it). */

@@ -1,5 +1,6 @@
 import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify';
 import type { DataSource } from 'typeorm';
+import { PING } from '../db/data-source.queries';
 import { AppError } from '../errors';
 
 const PING_TIMEOUT_MS = 2000;
@@ -11,7 +12,7 @@ async function ping(dataSource: DataSource): Promise<boolean> {
     timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS);
   });
   try {
-    return await Promise.race([dataSource.query('SELECT 1').then(() => true), timeout]);
+    return await Promise.race([dataSource.query(PING).then(() => true), timeout]);
   } catch {
     return false;
   } finally {

@@ -4,7 +4,7 @@ import { AppError } from '../errors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';
-import { isMysql } from '../db/data-source';
+import { POOL_EVENTS, poolEventsOf } from '../db/data-source';
 import type { DocumentCounters } from '../graphql/trusted-documents';
 import type { Replicas } from '../db/replicas';
 
@@ -21,17 +21,11 @@ const OPERATION_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** Operation names are chosen by clients: past this many, new ones are counted as "other". */
 const MAX_OPERATION_LABELS = 200;
 
-interface PoolLike {
-  _allConnections?: { length: number };
-  _freeConnections?: { length: number };
-  _connectionQueue?: { length: number };
-}
-
 /**
  * One log line per request (request id, method, route, status, time, GraphQL operation name,
  * trainer id; never headers or bodies, so never tokens or passwords) and Prometheus metrics
  * at GET /metrics: request counts and latency by route, operation and status, the database
- * pool and the SQL statements sent (the benchmark reads statements per operation from it), and
+ * pool's events and the SQL statements sent (the benchmark reads statements per operation from it), and
  * the process. Each app has its own registry.
  */
 export function registerObservability(
@@ -65,18 +59,18 @@ export function registerObservability(
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  // Registered on creation; read on every scrape.
-  new Gauge({
-    name: 'db_pool_connections',
-    help: 'Database pool connections by state (MySQL)',
-    labelNames: ['state'] as const,
+  // Registered on creation; read on every scrape. mysql2's pool keeps its open, idle and waiting
+  // connections in private fields; what it publishes are these events, counted as they come.
+  new Counter({
+    name: 'db_pool_events_total',
+    help: 'MySQL pool events: connection (a connection opened), acquire (one handed out), release (one back among the idle), enqueue (a statement waited for a free connection)',
+    labelNames: ['event'] as const,
     registers: [registry],
     collect() {
-      if (!isMysql(dataSource) || !dataSource.isInitialized) return;
-      const raw = (dataSource.driver as unknown as { pool?: PoolLike }).pool;
-      this.set({ state: 'open' }, raw?._allConnections?.length ?? 0);
-      this.set({ state: 'idle' }, raw?._freeConnections?.length ?? 0);
-      this.set({ state: 'waiting' }, raw?._connectionQueue?.length ?? 0);
+      const counts = poolEventsOf(dataSource);
+      if (!counts) return;
+      this.reset();
+      for (const event of POOL_EVENTS) this.inc({ event }, counts[event]);
     },
   });
   // Each hash holds 32 MiB while it runs: a burst of logins shows here, and in the process's memory.

@@ -21,7 +21,7 @@ import { onlyNestedField, selectedFieldNames, selectedNames, selectsField } from
 import type { CreaturePageRequest } from '../graphql/loaders';
 import { isCreatureField, type CreatureField } from '../creatures/creature.queries';
 import { Viewer } from '../graphql/viewer.decorator';
-import { checkArguments, withArgs, type FieldResolvers } from '../graphql/field-resolvers';
+import { checkArguments } from '../graphql/field-resolvers';
 import { TrainerPage } from './trainer-page.type';
 import { isTrainerField, type TrainerField } from './trainer.queries';
 import { conditionsOf, NicknameArgs, TrainersArgs } from './trainer-filter';
@@ -211,21 +211,4 @@ export class TrainerPageResolver {
   totalCount(@Root() page: TrainerPage): Promise<number> {
     return page.total();
   }
-}
-
-/**
- * The per-trainer fields of a page, resolved without type-graphql's per-call wrapper (see
- * installFieldResolvers), by the methods above.
- */
-export function trainerFieldResolvers(): FieldResolvers {
-  const trainers = new TrainerResolver();
-  const pages = new TrainerPageResolver();
-  return {
-    Trainer: {
-      email: (trainer: Trainer, _args, ctx) => trainers.email(trainer, ctx),
-      creaturesOwned: (trainer: Trainer, _args, ctx) => trainers.creaturesOwned(trainer, ctx),
-      creatures: withArgs(PageArgs, (trainer: Trainer, page, ctx, info) => trainers.creatures(trainer, page, ctx, info)),
-    },
-    TrainerPage: { totalCount: (page: TrainerPage) => pages.totalCount(page) },
-  };
 }
