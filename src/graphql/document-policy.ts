@@ -35,7 +35,8 @@ export interface CheckedOperation {
 
 /**
  * A check added to the policy (BuildOptions.documentChecks): asked of every operation on every
- * route, after the built-in operation checks; the error it returns refuses the operation.
+ * route, after the built-in operation checks; the error it returns refuses the operation (over
+ * HTTP with its `extensions.http.status`; Apollo answers 500 without one).
  */
 export type DocumentCheck = (operation: CheckedOperation) => GraphQLError | undefined;
 
