@@ -13,6 +13,7 @@ import { createDataSource, type DataSourceExtras } from './db/data-source';
 import { DatabaseConnector } from './db/connector';
 import { registerGraphQL } from './graphql/plugin';
 import { documentCounters } from './graphql/trusted-documents';
+import type { DocumentCheck } from './graphql/document-policy';
 import { AppError } from './errors';
 import { limitBodyChunks, registerStrictJsonParser } from './http/json-body';
 import { schedulePurge } from './auth/session.service';
@@ -55,6 +56,12 @@ export interface BuildOptions {
   readonly logStream?: { write(line: string): void };
   /** How often WebSocket connections are checked for expired tokens and ended sessions (tests shorten it). */
   readonly sessionCheckMs?: number;
+  /**
+   * Checks added to the GraphQL document policy (src/graphql/document-policy.ts), asked of every
+   * operation on every route (HTTP and WebSocket): tests prove with one that the policy is the one
+   * place that decides what a document may do.
+   */
+  readonly documentChecks?: readonly DocumentCheck[];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -169,8 +176,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   const statements = { count: 0 };
-  // GraphQL queries answered without Apollo's pipeline (graphql/direct.ts).
-  const directAnswers = { count: 0 };
+  // GraphQL operations run by a plan graphql-jit compiled (graphql/executor.ts).
+  const compiledRuns = { compiledRuns: 0 };
   // How GraphQL documents came in (by id, by trusted text, refused) and how many were parsed.
   const documents = documentCounters();
   const dataSource = createDataSource(config.database, {
@@ -201,7 +208,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
     app.setNotFoundHandler(problemNotFoundHandler);
-    registerObservability(app, dataSource, { statements, directAnswers, documents, replicas }, config.metricsToken, services.hasher);
+    registerObservability(app, dataSource, { statements, compiledRuns, documents, replicas }, config.metricsToken, services.hasher);
     registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,
@@ -221,8 +228,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(restRoutes, { services, requireDatabase });
     await registerGraphQL(app, config, services, requireDatabase, {
       sessionCheckMs: options.sessionCheckMs,
-      directAnswers,
+      compiledRuns,
       documents,
+      documentChecks: options.documentChecks,
       tracing,
     });
     await app.ready();

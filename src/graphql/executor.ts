@@ -3,7 +3,6 @@ import {
   execute,
   Kind,
   visit,
-  getVariableValues,
   GraphQLError,
   isInputObjectType,
   isListType,
@@ -16,7 +15,7 @@ import {
   type GraphQLSchema,
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import type { KnownQuery } from './direct';
+import type { DocumentPolicy } from './document-policy';
 import type { Tracing } from '../telemetry/spans';
 
 type Gateway = ApolloServerOptionsWithGateway<Record<string, unknown>>['gateway'];
@@ -95,28 +94,24 @@ function asInput(type: GraphQLInputType, value: unknown): unknown {
 }
 
 /**
- * The variables a compiled query takes. graphql-jit's own variable handling differs from
- * graphql-js: its errors name the wrong variable and carry no location, and it refuses a variable
- * or input field left out that has a default. graphql-js coerces the variables (its messages,
- * BAD_USER_INPUT), and the compiled query gets them back in input form, defaults filled in.
+ * The variables a compiled query takes, from those the policy coerced. graphql-jit's own variable
+ * handling differs from graphql-js: its errors name the wrong variable and carry no location, and
+ * it refuses a variable or input field left out that has a default. So it gets them back in input
+ * form, defaults filled in.
  */
-export function compiledVariables(
+function compiledVariables(
   schema: GraphQLSchema,
   operation: OperationDefinitionNode,
-  variables: Record<string, unknown>,
-): { values: Record<string, unknown> } | { errors: readonly GraphQLError[] } {
-  const definitions = operation.variableDefinitions ?? [];
-  if (definitions.length === 0) return { values: {} };
-  const coerced = getVariableValues(schema, definitions, variables, { maxErrors: 10 });
-  if (coerced.errors) return { errors: coerced.errors };
+  coerced: Record<string, unknown>,
+): Record<string, unknown> {
   const values: Record<string, unknown> = {};
-  for (const definition of definitions) {
+  for (const definition of operation.variableDefinitions ?? []) {
     const name = definition.variable.name.value;
-    if (!Object.hasOwn(coerced.coerced, name)) continue;
+    if (!Object.hasOwn(coerced, name)) continue;
     const type = typeFromAST(schema, definition.type) as GraphQLInputType;
-    values[name] = asInput(type, coerced.coerced[name]);
+    values[name] = asInput(type, coerced[name]);
   }
-  return { values };
+  return values;
 }
 
 /**
@@ -124,8 +119,9 @@ export function compiledVariables(
  * it, instead of graphql-js's generic interpreter: for the nested page (100 trainers × 10
  * creatures) far fewer objects and promises per field, which is most of its CPU (see
  * bench/README.md). Apollo Server takes a custom executor only through its gateway interface;
- * everything before execution (parsing, validation, limits, plugins, error formatting) is Apollo's
- * as before.
+ * everything before execution (parsing, validation, the document policy's checks, plugins, error
+ * formatting) is Apollo's and the policy's as before. The variables are coerced by the policy
+ * (DocumentPolicy.coerceVariables) before either engine runs the operation.
  *
  * A short document is compiled once it has run COMPILE_AFTER times (see there). Compiled
  * documents are kept in a bounded LRU keyed by the parsed document, which Apollo's document store
@@ -135,21 +131,19 @@ export class CompilingExecutor {
   private readonly seen = new WeakMap<DocumentNode, number>();
   private readonly compiled = new Map<DocumentNode, CompiledQuery>();
 
-  /**
-   * @param direct told of each query text Apollo's pipeline has run compiled, and asked for the
-   *   result of a query it already ran for the request (see DirectQueries).
-   */
   constructor(
     private readonly schema: GraphQLSchema,
-    private readonly direct?: {
-      remember(source: string, query: KnownQuery): void;
-      ranFor(request: unknown, source: string | undefined): ExecutionResult | undefined;
-    },
-    /** The plans compiled at start for the trusted documents (see TrustedDocuments). */
-    private readonly precompiled?: { compiledFor(document: DocumentNode): CompiledQuery | undefined },
+    /** Coerces the variables before execution; its plans compiled at start for the trusted documents come first. */
+    private readonly policy: Pick<DocumentPolicy, 'coerceVariables' | 'precompiled'>,
+    /** `compiledRuns` counts the operations run by a compiled plan (GET /metrics shows it). */
+    private readonly counters: { compiledRuns: number } = { compiledRuns: 0 },
     /** With tracing on: a span around each operation's execution. */
     private readonly tracing?: Pick<Tracing, 'operation'>,
-  ) {}
+  ) {
+    this.precompiled = policy.precompiled();
+  }
+
+  private readonly precompiled: { compiledFor(document: DocumentNode): CompiledQuery | undefined };
 
   readonly execute: Executor = (requestContext) => {
     if (!this.tracing) return this.run(requestContext);
@@ -167,17 +161,18 @@ export class CompilingExecutor {
     const operation: OperationDefinitionNode | undefined = requestContext.operation;
     const operationName = request.operationName ?? null;
     const variables = request.variables ?? {};
-    // Run already by DirectQueries, which left its errors to Apollo: never run twice.
-    const ran = this.direct?.ranFor(contextValue.request, request.query);
-    if (ran) return ran.errors ? { ...ran, errors: ran.errors.map(asGraphQLError) } : ran;
-    const compiled = operation && this.compiledFor(document);
+    // Without an operation graphql-js reports why (unknown name, several and none named).
+    if (!operation) return execute({ schema: this.schema, document, contextValue, variableValues: variables, operationName });
+    const input = this.policy.coerceVariables(operation.variableDefinitions ?? [], variables);
+    if ('errors' in input) return { errors: input.errors };
+    const compiled = this.compiledFor(document);
     if (compiled) {
-      if (this.direct && request.query !== undefined) {
-        this.direct.remember(request.query, { document, operation, operationName: operation.name?.value ?? null, compiled });
-      }
-      const input = compiledVariables(this.schema, operation, variables);
-      if ('errors' in input) return input;
-      const result = (await compiled.query(undefined, contextValue, input.values)) as ExecutionResult;
+      this.counters.compiledRuns += 1;
+      const result = (await compiled.query(
+        undefined,
+        contextValue,
+        compiledVariables(this.schema, operation, input.coerced),
+      )) as ExecutionResult;
       return result.errors ? { ...result, errors: result.errors.map(asGraphQLError) } : result;
     }
     return execute({ schema: this.schema, document, contextValue, variableValues: variables, operationName });
@@ -185,7 +180,7 @@ export class CompilingExecutor {
 
   /** The compiled operation when this document has earned one, else undefined (run it on graphql-js). */
   private compiledFor(document: DocumentNode): CompiledQuery | undefined {
-    const trusted = this.precompiled?.compiledFor(document);
+    const trusted = this.precompiled.compiledFor(document);
     if (trusted) return trusted;
     const hit = this.compiled.get(document);
     if (hit) {

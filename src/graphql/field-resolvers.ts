@@ -1,5 +1,6 @@
 import { IdArgs } from '../common/args';
 import { parseId, validateOrThrow } from '../common/validation';
+import { MAX_VERDICTS } from './limits';
 
 /**
  * Argument objects found valid, by class and key: the 100 `creatures(limit: 10)` fields of a
@@ -8,7 +9,6 @@ import { parseId, validateOrThrow } from '../common/validation';
  * a password or an email must not outlive its request), at most MAX_VERDICTS per class.
  */
 const validArguments = new WeakMap<object, Set<string>>();
-const MAX_VERDICTS = 1000;
 const MAX_VERDICT_KEY = 256;
 
 /** A key for an object that holds no text (nested objects and arrays allowed), else undefined. */

@@ -1,8 +1,6 @@
-import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@apollo/server';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
-import type { preHandlerAsyncHookHandler } from 'fastify';
 import {
   BREAK,
   getVariableValues,
@@ -160,7 +158,7 @@ const MAX_COSTS_PER_DOCUMENT = 100;
  * once the operation is resolved: still before any resolver. A document's cost is remembered for
  * the values of the variables it depends on: `trainer(id: $id)` is measured once, not per id
  * (measuring was 7% of the CPU of a GraphQL trainer(id), node --cpu-prof). The error to answer
- * when an operation costs too much, else undefined; for HTTP (costLimitPlugin) and WebSocket.
+ * when an operation costs too much, else undefined; asked by DocumentPolicy's operation checks.
  */
 export function costChecker(
   schema: GraphQLSchema,
@@ -210,17 +208,6 @@ export function costChecker(
   };
 }
 
-export function costLimitPlugin(check: ReturnType<typeof costChecker>): ApolloServerPlugin {
-  const hooks: GraphQLRequestListener<BaseContext> = {
-    async didResolveOperation({ document, request, operationName, operation }) {
-      const error = check(document, operation, operationName ?? undefined, request.variables ?? {});
-      if (error) throw error;
-    },
-  };
-  // The same hooks object for every request: it keeps no per-request state.
-  return { requestDidStart: async () => hooks };
-}
-
 /** How often one response key, one fragment spread or one inline fragment may repeat in a selection set. */
 const MAX_REPEATS = 3;
 
@@ -232,7 +219,7 @@ const MAX_REPEATS = 3;
  * inline fragment more than MAX_REPEATS times in one selection set has no use (GraphQL merges
  * them into one), and more than LIMITS.fragments fragment definitions has none either, so such
  * documents are refused after a linear walk. Unparsable documents are left to the parser that
- * follows, which reports the syntax error. HTTP and WebSocket both ask this before validating.
+ * follows, which reports the syntax error. DocumentPolicy asks this of every text before it is parsed.
  */
 export function repeatedSelections(query: string): string | null {
   let document: DocumentNode;
@@ -269,46 +256,8 @@ export function repeatedSelections(query: string): string | null {
   return verdict;
 }
 
-const MAX_VERDICTS = 1000;
-/** Only verdicts on documents up to this many characters are remembered: 1,000 of them stay within 4 MB. */
-const MAX_REMEMBERED_QUERY = 4096;
-
 /**
- * A preHandler for /graphql: the documents refused by repeatedSelections answer 400
- * GRAPHQL_VALIDATION_FAILED before Apollo parses or validates them. Verdicts are remembered per
- * query text (a client sends the same few documents again and again), for short texts only: keyed
- * by 100 KB texts, the cache held 100 MB.
+ * Verdicts a cache keeps at most: per query text (DocumentPolicy's text checks) and per argument
+ * class (field-resolvers.ts's valid arguments).
  */
-export function repeatedSelectionsGuard(): preHandlerAsyncHookHandler {
-  const verdicts = new Map<string, string | null>();
-  return async (request, reply) => {
-    // Checked when the manifest was loaded (TrustedDocuments).
-    if (request.trustedDocument) return;
-    const source =
-      request.method === 'GET' ? (request.query as Record<string, unknown>).query : (request.body as Record<string, unknown> | null)?.query;
-    if (typeof source !== 'string') return;
-    if (source.length > LIMITS.queryLength) {
-      // Every later step (the parses, the document cache's hash) would read it whole, again and again.
-      return reply
-        .code(400)
-        .type('application/json; charset=utf-8')
-        .send({
-          errors: [{ message: `The query is longer than ${LIMITS.queryLength} characters`, extensions: { code: 'BAD_USER_INPUT' } }],
-        });
-    }
-    let verdict = verdicts.get(source);
-    if (verdict === undefined) {
-      verdict = repeatedSelections(source);
-      if (source.length <= MAX_REMEMBERED_QUERY) {
-        if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
-        verdicts.set(source, verdict);
-      }
-    }
-    if (verdict) {
-      return reply
-        .code(400)
-        .type('application/json; charset=utf-8')
-        .send({ errors: [{ message: verdict, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }] });
-    }
-  };
-}
+export const MAX_VERDICTS = 1000;

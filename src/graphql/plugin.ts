@@ -3,7 +3,7 @@ import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDi
 import { Readable } from 'node:stream';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import { getNamedType, GraphQLError, isIntrospectionType, OperationTypeNode, type DocumentNode, type ValidationRule } from 'graphql';
+import type { DocumentNode } from 'graphql';
 import type { Config } from '../config';
 import { methodNotAllowed } from '../http/method-not-allowed';
 import { noStore } from '../http/no-store';
@@ -15,49 +15,20 @@ import type { Services } from '../services';
 import type { GraphQLContext } from './context';
 import { createFormatError, errorLoggingPlugin } from './format-error';
 import { landingPageCsp, landingPagePlugin, registerIdeRoutes } from './ide';
-import { costChecker, costLimitPlugin, limitRules, LIMITS, repeatedSelectionsGuard } from './limits';
-import { DirectQueries } from './direct';
+import { DocumentPolicy, type DocumentCheck } from './document-policy';
 import { CompilingExecutor } from './executor';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 import { registerSubscriptions } from './subscriptions';
-import { TrustedDocuments, type DocumentCounters } from './trusted-documents';
+import type { DocumentCounters } from './trusted-documents';
 import type { Tracing } from '../telemetry/spans';
 
-/**
- * Puts the operation name on the request, for logs and metrics, and refuses subscriptions, which
- * are taken over WebSocket only (one hooks object for all requests).
- */
+/** Puts the operation name on the request, for logs and metrics (one hooks object for all requests). */
 const OPERATION_NAME_HOOKS: GraphQLRequestListener<GraphQLContext> = {
-  async didResolveOperation({ operationName, operation, contextValue }) {
+  async didResolveOperation({ operationName, contextValue }) {
     if (contextValue.request) contextValue.request.operationName = operationName;
-    if (operation?.operation === OperationTypeNode.SUBSCRIPTION) {
-      throw new GraphQLError('Subscriptions are taken over WebSocket (graphql-transport-ws) at /graphql, not over HTTP', {
-        extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
-      });
-    }
   },
 };
-
-/**
- * Apollo's own rule for `introspection: false` tells clients to "pass introspection: true to
- * ApolloServer"; this one names the setting of this service.
- */
-const noIntrospection: ValidationRule = (context) => ({
-  Field(node) {
-    const type = context.getType();
-    const parent = context.getParentType();
-    // Reported once, where the introspection starts (`__schema`, `__type`), not on each field inside it.
-    if (type && isIntrospectionType(getNamedType(type)) && !(parent && isIntrospectionType(parent))) {
-      context.reportError(
-        new GraphQLError(
-          `Introspection is turned off on this server (GRAPHQL_INTROSPECTION=false; off by default in production), so "${node.name.value}" cannot be queried`,
-          { nodes: [node] },
-        ),
-      );
-    }
-  },
-});
 
 const NO_IDE_MESSAGE = `This is the GraphQL API of the creature registry. Send POST /graphql with a JSON body such as {"query": "{ __typename }"} and Content-Type: application/json.
 The in-browser IDE is off on this server (GRAPHQL_SANDBOX=true turns it on; it is off by default in production).
@@ -87,7 +58,7 @@ const shallowQueryString = async (request: FastifyRequest) => {
 
 /**
  * The request as Apollo takes it (what @as-integrations/fastify's handler builds), except that a
- * GET naming a trusted document by id passes on the query string TrustedDocuments.httpHook
+ * GET naming a trusted document by id passes on the query string the document policy's gate
  * rewrote to its text: Apollo reads a GET's parameters from the search string, not from
  * `request.query`.
  */
@@ -121,18 +92,24 @@ export async function registerGraphQL(
   config: Config,
   services: Services,
   requireDatabase: onRequestAsyncHookHandler,
-  options: { sessionCheckMs?: number; directAnswers?: { count: number }; documents?: DocumentCounters; tracing?: Tracing } = {},
+  options: {
+    sessionCheckMs?: number;
+    compiledRuns?: { compiledRuns: number };
+    documents?: DocumentCounters;
+    documentChecks?: readonly DocumentCheck[];
+    tracing?: Tracing;
+  } = {},
 ): Promise<void> {
   const schema = await buildGraphQLSchema();
-  const checkCost = costChecker(schema);
-  const validationRules = [...limitRules(), ...(config.graphqlIntrospection ? [] : [noIntrospection])];
-  // Parses, validates and compiles the manifest's documents now: a bad one stops start-up here.
-  const trusted = new TrustedDocuments(
-    schema,
-    config.trustedDocuments,
-    { isProduction: config.isProduction, validationRules },
-    options.documents,
-  );
+  // Every check on what a document may do, for HTTP and WebSocket alike. Parses, validates and
+  // compiles the manifest's trusted documents now: a bad one stops start-up here.
+  const policy = new DocumentPolicy(schema, {
+    introspection: config.graphqlIntrospection,
+    isProduction: config.isProduction,
+    trustedDocuments: config.trustedDocuments,
+    counters: options.documents,
+    checks: options.documentChecks,
+  });
   const contextFor = (request: FastifyRequest): GraphQLContext => ({
     services,
     loaders: new Loaders(services, request.auth),
@@ -142,21 +119,17 @@ export async function registerGraphQL(
     log: request.log,
     clientIp: request.ip,
   });
-  // Queries Apollo has run compiled are answered again without its pipeline (see DirectQueries).
-  const direct = new DirectQueries(schema, checkCost, contextFor, options.directAnswers, trusted, options.tracing);
   const apollo = new ApolloServer<GraphQLContext>({
     // Apollo parses, validates and formats; graphql-jit executes (see CompilingExecutor).
-    gateway: new CompilingExecutor(schema, direct, trusted, options.tracing).gateway(),
-    validationRules,
-    parseOptions: { maxTokens: LIMITS.tokens },
+    gateway: new CompilingExecutor(schema, policy, options.compiledRuns, options.tracing).gateway(),
+    validationRules: [...policy.validationRules],
+    parseOptions: policy.parseOptions,
     // The trusted documents, parsed and validated at start, are found there and never parsed again.
-    documentStore: trusted.documentStore(documentStore()),
+    documentStore: policy.documentStore(documentStore()),
     // APQ registers documents only when there is no manifest (the trusted documents are looked up
-    // before Apollo, by TrustedDocuments.httpHook).
-    persistedQueries: { cache: trusted.apqCache() },
-    // Validation stops at the 10th error: a document of a hundred mistakes (unused variables,
-    // unknown fields) cost 15-20 ms of CPU building, wrapping and formatting each one.
-    validationOptions: { maxErrors: LIMITS.validationErrors },
+    // before Apollo, by the policy's preHandler).
+    persistedQueries: { cache: policy.apqCache() },
+    validationOptions: policy.validationOptions,
     // Refused by noIntrospection instead, with a message that names this service's setting.
     introspection: true,
     includeStacktraceInErrorResponses: false,
@@ -168,8 +141,8 @@ export async function registerGraphQL(
     stopOnTerminationSignals: false,
     plugins: [
       { requestDidStart: async () => OPERATION_NAME_HOOKS },
-      costLimitPlugin(checkCost),
-      trusted.countingPlugin(),
+      // The operation checks (transport, variables' nesting, cost, the added checks).
+      policy.plugin(),
       // The schema has no @cacheControl hints and every answer depends on the caller's token: the
       // default plugin would only wrap every field's resolution to compute `no-store` hints.
       ApolloServerPluginCacheControlDisabled(),
@@ -179,7 +152,7 @@ export async function registerGraphQL(
   });
   await apollo.start();
   app.addHook('onClose', async () => apollo.stop());
-  registerSubscriptions(app, config, services, schema, trusted, options);
+  registerSubscriptions(app, config, services, schema, policy, options);
 
   if (config.sandbox) registerIdeRoutes(app);
   // /graphql in a scope of its own: errors raised before Apollo has the request answer in
@@ -196,25 +169,20 @@ export async function registerGraphQL(
       attachRequestAuth((authorization, onKnown) => services.auth.forRequest(authorization, onKnown)),
     );
     scope.decorateRequest('trustedDocument', null);
-    // Which documents may run is decided first, before any step parses the text.
-    scope.addHook('preHandler', trusted.httpHook());
-    scope.addHook('preHandler', repeatedSelectionsGuard());
+    // Which documents may run, and the checks on their text, are decided first, before any step parses it.
+    scope.addHook('preHandler', policy.httpHook());
     methodNotAllowed(scope, '/graphql', ['GET', 'POST', 'OPTIONS']);
-    const apolloHandler = async (request: FastifyRequest, reply: FastifyReply) => {
-      const { headers, body, status } = await apollo.executeHTTPGraphQLRequest({
-        httpGraphQLRequest: graphQLRequestOf(request),
-        context: async () => contextFor(request),
-      });
-      for (const [name, value] of headers) void reply.header(name, value);
-      void reply.code(status ?? 200);
-      return body.kind === 'complete' ? body.string : reply.send(Readable.from(body.asyncIterator));
-    };
-    scope.route<{ Reply: string }>({
+    scope.route({
       method: ['GET', 'POST', 'OPTIONS'],
       url: '/graphql',
       handler: async (request, reply) => {
-        const answer = await direct.answer(request, (type) => void reply.type(type));
-        return answer ?? apolloHandler(request, reply);
+        const { headers, body, status } = await apollo.executeHTTPGraphQLRequest({
+          httpGraphQLRequest: graphQLRequestOf(request),
+          context: async () => contextFor(request),
+        });
+        for (const [name, value] of headers) void reply.header(name, value);
+        void reply.code(status ?? 200);
+        return body.kind === 'complete' ? body.string : reply.send(Readable.from(body.asyncIterator));
       },
     });
   });

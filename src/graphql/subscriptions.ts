@@ -1,16 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import {
-  GraphQLError,
-  OperationTypeNode,
-  getOperationAST,
-  getVariableValues,
-  parse,
-  specifiedRules,
-  validate,
-  type DocumentNode,
-  type ExecutionArgs,
-  type GraphQLSchema,
-} from 'graphql';
+import { GraphQLError, type ExecutionArgs, type GraphQLSchema } from 'graphql';
 import { handleProtocols, makeServer, type Context } from 'graphql-ws';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -22,13 +11,11 @@ import type { Config } from '../config';
 import { toAppError } from '../error-mapping';
 import { AppError } from '../errors';
 import { clientAddressOf } from '../http/client-address';
-import { MAX_JSON_DEPTH } from '../http/json-body';
 import type { Services } from '../services';
 import type { GraphQLContext, TrackedQueue } from './context';
 import { createFormatError } from './format-error';
-import { costChecker, LIMITS, limitRules, repeatedSelections } from './limits';
+import type { DocumentPolicy } from './document-policy';
 import { Loaders } from './loaders';
-import type { TrustedDocuments } from './trusted-documents';
 import type { Tracing } from '../telemetry/spans';
 
 /** The contract's WebSocket limits. */
@@ -50,9 +37,6 @@ export const WS_LIMITS = {
   /** On shutdown, how long sockets get to finish their closing handshake before they are cut. */
   closeGraceMs: 2_000,
 } as const;
-
-/** Validated documents remembered by query text (a reconnecting client sends the same ones again). */
-const MAX_REMEMBERED_DOCUMENTS = 200;
 
 /** How often a paced subscription looks again whether its socket has sent enough. */
 const PACE_POLL_MS = 10;
@@ -106,20 +90,6 @@ interface Connection {
 
 type WsContext = Context<Record<string, unknown> | undefined, { connection: Connection }>;
 
-/** Whether arrays and objects in `value` nest deeper than `limit`, found without recursion. */
-function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const pending: [unknown, number][] = [[value, 0]];
-  while (pending.length > 0) {
-    const [next, depth] = pending.pop()!;
-    if (typeof next !== 'object' || next === null) continue;
-    if (depth + 1 > limit) return true;
-    for (const child of Array.isArray(next) ? next : Object.values(next)) {
-      if (typeof child === 'object' && child !== null) pending.push([child, depth + 1]);
-    }
-  }
-  return false;
-}
-
 /** setTimeout's longest delay; a later expiry is caught by the periodic check. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -139,21 +109,20 @@ const refuse = (socket: Duplex, status: number, reason: string) => {
  * merged statement). An Origin outside CORS_ORIGINS (when set) is refused, so is a 51st
  * connection from one address, a 21st live subscription on one connection, a subscription id
  * reused while its subscription lives (4409), a 31st subscribe message in 10 s and a message
- * over 64 KiB. Variables are held to the rules of HTTP: 64 levels of nesting, coerced to their
- * types (BAD_USER_INPUT) before execution. Sockets are pinged; a reader too slow to take its events is dropped rather than
- * buffered for. On close (SIGTERM) every socket gets 1001 after what was queued for it.
+ * over 64 KiB. What a subscribe's document may do (trusted documents, limits, validation,
+ * variables, cost) is the document policy's, as over HTTP (DocumentPolicy.admitSubscription).
+ * Sockets are pinged; a reader too slow to take its events is dropped rather than buffered for.
+ * On close (SIGTERM) every socket gets 1001 after what was queued for it.
  */
 export function registerSubscriptions(
   app: FastifyInstance,
   config: Config,
   services: Services,
   schema: GraphQLSchema,
-  trusted: TrustedDocuments,
+  policy: DocumentPolicy,
   { sessionCheckMs = WS_LIMITS.sessionCheckMs, tracing }: { sessionCheckMs?: number; tracing?: Tracing } = {},
 ): void {
   const formatError = createFormatError(config);
-  const checkCost = costChecker(schema);
-  const rules = [...specifiedRules, ...limitRules()];
   const clientAddress = clientAddressOf(config.trustProxy);
   const connections = new Set<Connection>();
   const perAddress = new Map<string, number>();
@@ -201,46 +170,6 @@ export function registerSubscriptions(
     if (appError.code === 'INTERNAL_SERVER_ERROR' && error.originalError && error.extensions.code !== 'BAD_USER_INPUT')
       app.log.error({ err: error.originalError }, 'subscription failed');
     return formatError(error.toJSON(), error);
-  };
-
-  // Parsed and validated documents by query text, as Apollo keeps them over HTTP.
-  const documents = new Map<string, { document: DocumentNode } | { errors: readonly GraphQLError[] }>();
-  const checkDocument = (query: string): { document: DocumentNode } | { errors: readonly GraphQLError[] } => {
-    const known = documents.get(query);
-    if (known) return known;
-    let checked: { document: DocumentNode } | { errors: readonly GraphQLError[] };
-    const repeated = query.length <= LIMITS.queryLength ? repeatedSelections(query) : null;
-    if (query.length > LIMITS.queryLength) {
-      checked = {
-        errors: [
-          new GraphQLError(`The query is longer than ${LIMITS.queryLength} characters`, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } }),
-        ],
-      };
-    } else if (repeated) {
-      checked = { errors: [new GraphQLError(repeated, { extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } })] };
-    } else {
-      try {
-        trusted.counters.parsed += 1;
-        const document = parse(query, { maxTokens: LIMITS.tokens });
-        trusted.counters.validated += 1;
-        const invalid = validate(schema, document, rules, { maxErrors: LIMITS.validationErrors });
-        checked =
-          invalid.length > 0
-            ? {
-                errors: invalid.map(
-                  (error) => new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }),
-                ),
-              }
-            : { document };
-      } catch (error) {
-        // The codes Apollo gives these over HTTP.
-        const message = error instanceof GraphQLError ? error.message : 'The query could not be parsed';
-        checked = { errors: [new GraphQLError(message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })] };
-      }
-    }
-    if (documents.size >= MAX_REMEMBERED_DOCUMENTS) documents.delete(documents.keys().next().value!);
-    documents.set(query, checked);
-    return checked;
   };
 
   const server = makeServer<Record<string, unknown> | undefined, { connection: Connection }>({
@@ -315,55 +244,18 @@ export function registerSubscriptions(
         }
         const ended = await sessionEnded(connection);
         if (ended) return [ended];
-        // The same rule as over HTTP, before the text is parsed: a trusted document (by id or
-        // identical text) comes parsed and validated; in production with a manifest, no other runs.
-        const admission = trusted.admit({
+        // Every check on the document, the same as over HTTP (DocumentPolicy).
+        const admitted = policy.admitSubscription({
           query: payload.query,
           documentId: (payload as { documentId?: unknown }).documentId,
           extensions: payload.extensions,
+          operationName: payload.operationName,
+          variables: payload.variables,
         });
-        if (admission.kind === 'refused') return [admission.error];
-        let document: DocumentNode;
-        if (admission.kind === 'trusted') document = admission.document.document;
-        else {
-          const checked = checkDocument(payload.query);
-          if ('errors' in checked) return checked.errors;
-          document = checked.document;
-        }
-        const operation = getOperationAST(document, payload.operationName);
-        if (operation?.operation !== OperationTypeNode.SUBSCRIPTION) {
-          return [
-            new GraphQLError('Only subscriptions are taken over WebSocket: send queries and mutations with POST /graphql', {
-              extensions: { code: 'BAD_USER_INPUT' },
-            }),
-          ];
-        }
+        if ('errors' in admitted) return admitted.errors;
+        const { document, operation } = admitted;
         tracing?.describeOperation(operation.operation, operation.name?.value ?? payload.operationName);
         const variables = payload.variables ?? {};
-        // As over HTTP: nesting is bounded before anything walks the values (graphql-js's
-        // coercion and the cost limit's cache key recurse), and values that do not fit their
-        // types are BAD_USER_INPUT before execution.
-        if (nestedDeeperThan(variables, MAX_JSON_DEPTH)) {
-          return [
-            new GraphQLError(`The variables nest arrays or objects deeper than ${MAX_JSON_DEPTH} levels`, {
-              extensions: { code: 'BAD_USER_INPUT' },
-            }),
-          ];
-        }
-        const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables, { maxErrors: LIMITS.validationErrors });
-        if (coerced.errors) {
-          return coerced.errors.map(
-            // The cause is graphql-js's reason, which the message keeps (without the value refused).
-            (error) =>
-              new GraphQLError(error.message, {
-                nodes: error.nodes,
-                originalError: error.originalError,
-                extensions: { code: 'BAD_USER_INPUT' },
-              }),
-          );
-        }
-        const tooCostly = checkCost(document, operation, payload.operationName ?? undefined, variables);
-        if (tooCostly) return [tooCostly];
         const auth = connection.auth!;
         const contextValue: GraphQLContext = {
           services,

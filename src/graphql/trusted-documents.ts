@@ -1,23 +1,11 @@
-import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
 import { InMemoryLRUCache, type KeyValueCache } from '@apollo/utils.keyvaluecache';
-import type { preHandlerAsyncHookHandler } from 'fastify';
-import {
-  getOperationAST,
-  GraphQLError,
-  OperationTypeNode,
-  parse,
-  specifiedRules,
-  validate,
-  type DocumentNode,
-  type GraphQLSchema,
-  type ValidationRule,
-} from 'graphql';
+import type { FastifyRequest } from 'fastify';
+import { getOperationAST, GraphQLError, OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { ConfigError, type TrustedDocumentsManifest } from '../config';
 import { AppError } from '../errors';
-import type { KnownQuery } from './direct';
+import type { TextVerdict } from './document-policy';
 import { compilable } from './executor';
-import { LIMITS, repeatedSelections } from './limits';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,8 +22,6 @@ export interface TrustedDocument {
   readonly document: DocumentNode;
   /** Compiled by graphql-jit when it answers the document as graphql-js does (see compilable) and it is not a subscription. */
   readonly compiled: CompiledQuery | undefined;
-  /** What the direct path needs to answer it, when it is one compiled query (see DirectQueries). */
-  readonly known: KnownQuery | undefined;
 }
 
 /** How a request names its document: by text (`query`), by `documentId`, or by Apollo's APQ extension. */
@@ -101,16 +87,16 @@ const NOT_TRUSTED =
   'PersistedQueryNotFound: only the trusted documents of this server run here (TRUSTED_DOCUMENTS); send one by its documentId or its exact text';
 
 /**
- * The one rule on which GraphQL documents run, asked before anything parses a request's text by
- * every route a document can take: Apollo over HTTP (POST and GET, through `httpHook`), the
- * direct path (which sees the request after the hook), and graphql-ws subscriptions (`admit`).
+ * The rule on which GraphQL documents run, asked by DocumentPolicy (and nothing else) before
+ * anything parses a request's text, on every route a document can take: Apollo over HTTP (POST
+ * and GET, through `httpGate`) and graphql-ws subscriptions (`admit`).
  *
- * With TRUSTED_DOCUMENTS, the manifest's documents are parsed, validated with the request limits
- * and compiled here once, at start (a document that does not validate stops start-up, named by
- * its hash). A request names one by `documentId` (`sha256:<hex>` or `<hex>`), by Apollo's APQ
- * extension or by its identical text, and runs without being parsed or validated again: Apollo
- * finds it in its document store (`documentStore`), graphql-jit's plan is the one compiled here
- * (`compiledFor`), and the direct path answers it from that plan. In production any other
+ * With TRUSTED_DOCUMENTS, the manifest's documents are checked by the policy (text checks, parse,
+ * validation with the request limits) and compiled here once, at start (a document that breaks a
+ * check stops start-up, named by its hash). A request names one by `documentId` (`sha256:<hex>`
+ * or `<hex>`), by Apollo's APQ extension or by its identical text, and runs without being parsed
+ * or validated again: Apollo finds it in its document store (`documentStore`), and graphql-jit's
+ * plan is the one compiled here (`compiledFor`). In production any other
  * document is refused with PERSISTED_QUERY_NOT_FOUND before it is parsed; in development it runs
  * as before. With a manifest, APQ cannot add documents; without one, APQ registers them as
  * Apollo does (`apqCache`), and a `documentId` names no document.
@@ -124,53 +110,43 @@ export class TrustedDocuments {
   private readonly enforce: boolean;
 
   /**
-   * @param validationRules the rules Apollo validates requests with, besides graphql-js's own.
-   * @throws ConfigError naming the manifest and the document's hash when a document does not parse or validate.
+   * @param check the policy's text checks, parse and validation of a document.
+   * @throws ConfigError naming the manifest and the document's hash when a document breaks a check.
    */
   constructor(
     schema: GraphQLSchema,
     private readonly manifest: TrustedDocumentsManifest | undefined,
-    { isProduction, validationRules }: { isProduction: boolean; validationRules: readonly ValidationRule[] },
+    { isProduction, check }: { isProduction: boolean; check: (source: string) => TextVerdict },
     readonly counters: DocumentCounters = documentCounters(),
   ) {
     this.enforce = isProduction && manifest !== undefined;
     for (const [id, source] of manifest?.documents ?? []) {
-      const trusted = this.prepare(schema, id, source, validationRules);
+      const trusted = this.prepare(schema, id, source, check);
       this.byId.set(id, trusted);
       this.bySource.set(source, trusted);
       if (trusted.compiled) this.compiled.set(trusted.document, trusted.compiled);
     }
   }
 
-  private prepare(schema: GraphQLSchema, id: string, source: string, rules: readonly ValidationRule[]): TrustedDocument {
+  private prepare(schema: GraphQLSchema, id: string, source: string, check: (source: string) => TextVerdict): TrustedDocument {
     const refuse = (reason: string) =>
       new ConfigError(`Invalid configuration: TRUSTED_DOCUMENTS ${this.manifest?.file} document ${id} ${reason.slice(0, 500)}`);
-    if (source.length > LIMITS.queryLength) throw refuse(`is longer than ${LIMITS.queryLength} characters`);
-    const repeated = repeatedSelections(source);
-    if (repeated) throw refuse(`breaks a request limit: ${repeated}`);
-    let document: DocumentNode;
-    try {
-      document = parse(source, { maxTokens: LIMITS.tokens });
-    } catch (error) {
-      throw refuse(`does not parse: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    const errors = validate(schema, document, [...specifiedRules, ...rules], { maxErrors: LIMITS.validationErrors });
-    if (errors.length > 0) {
+    const checked = check(source);
+    if ('errors' in checked) {
       // graphql-armor's limit messages come as "Syntax Error: ...", which they are not.
-      const reasons = errors.map((error) => error.message.replace(/^Syntax Error: /, ''));
-      throw refuse(`does not validate against the schema: ${reasons.join('; ')}`);
+      const reasons = checked.errors.map((error) => error.message.replace(/^Syntax Error: /, '')).join('; ');
+      if (checked.step === 'text') throw refuse(`breaks a request limit: ${reasons}`);
+      if (checked.step === 'parse') throw refuse(`does not parse: ${reasons}`);
+      throw refuse(`does not validate against the schema: ${reasons}`);
     }
+    const { document } = checked;
     const operation = getOperationAST(document);
     let compiled: CompiledQuery | undefined;
     if (operation && operation.operation !== OperationTypeNode.SUBSCRIPTION && compilable(document)) {
       const result = compileQuery(schema, document);
       if (isCompiledQuery(result)) compiled = result;
     }
-    const known =
-      compiled && operation?.operation === OperationTypeNode.QUERY
-        ? { document, operation, operationName: operation.name?.value ?? null, compiled }
-        : undefined;
-    return Object.freeze({ id, source, document, compiled, known });
+    return Object.freeze({ id, source, document, compiled });
   }
 
   /** The rule itself: which document a request runs, or why it is refused; never parses. */
@@ -213,11 +189,6 @@ export class TrustedDocuments {
     return this.compiled.get(document);
   }
 
-  /** The direct path's plan for a request whose text is a manifest query's. */
-  knownQuery(source: string): KnownQuery | undefined {
-    return this.bySource.get(source)?.known;
-  }
-
   /** Apollo's document store: the manifest's documents first (never evicted), then `others`. */
   documentStore(others: KeyValueCache<DocumentNode>): KeyValueCache<DocumentNode> {
     return {
@@ -240,46 +211,33 @@ export class TrustedDocuments {
     };
   }
 
-  /** Counts the documents Apollo parses and validates (it skips both for a document its store holds). */
-  countingPlugin(): ApolloServerPlugin {
-    const hooks: GraphQLRequestListener<Record<string, unknown>> = {
-      parsingDidStart: async () => void (this.counters.parsed += 1),
-      validationDidStart: async () => void (this.counters.validated += 1),
-    };
-    return { requestDidStart: async () => hooks };
-  }
-
   /**
-   * The /graphql preHandler: runs before anything parses the text (the repeated-selections guard,
-   * Apollo, the direct path). A trusted document named by id reaches them as its text, with
-   * `request.trustedDocument` set; a refused one is answered here, with HTTP 200 as APQ clients
-   * expect.
+   * The gate for a /graphql request, before anything parses its text: the refusal to answer
+   * (PERSISTED_QUERY_NOT_FOUND), or undefined to go on. A trusted document named by id goes on as
+   * its text, with `request.trustedDocument` set.
    */
-  httpHook(): preHandlerAsyncHookHandler {
-    return async (request, reply) => {
+  httpGate(): (request: FastifyRequest) => GraphQLError | undefined {
+    return (request) => {
       const isGet = request.method === 'GET';
-      if (!isGet && request.method !== 'POST') return;
+      if (!isGet && request.method !== 'POST') return undefined;
       const params = (isGet ? request.query : request.body) as Record<string, unknown> | null | undefined;
-      if (typeof params !== 'object' || params === null || Array.isArray(params)) return;
+      if (typeof params !== 'object' || params === null || Array.isArray(params)) return undefined;
       const extensions = isGet ? jsonParam(params.extensions) : params.extensions;
       const admission = this.admit({ query: params.query, documentId: params.documentId, extensions });
-      if (admission.kind === 'refused') {
-        return reply
-          .code(200)
-          .type('application/json; charset=utf-8')
-          .send({ errors: [{ message: admission.error.message, extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] });
-      }
-      if (admission.kind !== 'trusted') return;
+      if (admission.kind === 'refused') return admission.error;
+      if (admission.kind !== 'trusted') return undefined;
       request.trustedDocument = admission.document;
-      if (params.query === admission.document.source && params.documentId === undefined && apqHash(extensions) === undefined) return;
-      // Named by id: Apollo and the direct path get the text, which Apollo's document store maps to
-      // the document parsed at start; the APQ extension goes, so nothing tries to register it.
+      if (params.query === admission.document.source && params.documentId === undefined && apqHash(extensions) === undefined)
+        return undefined;
+      // Named by id: Apollo gets the text, which its document store maps to the document parsed
+      // at start; the APQ extension goes, so nothing tries to register it.
       const { documentId: _id, query: _query, extensions: _extensions, ...rest } = params;
       const kept = withoutPersistedQuery(extensions);
       const rewritten: Record<string, unknown> = { ...rest, query: admission.document.source };
       if (kept !== undefined) rewritten.extensions = isGet ? JSON.stringify(kept) : kept;
       if (isGet) request.query = rewritten;
       else request.body = rewritten;
+      return undefined;
     };
   }
 }

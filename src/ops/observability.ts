@@ -33,12 +33,12 @@ export function registerObservability(
   dataSource: DataSource,
   {
     statements,
-    directAnswers,
+    compiledRuns,
     documents,
     replicas,
   }: {
     statements: { count: number };
-    directAnswers: { count: number };
+    compiledRuns: { compiledRuns: number };
     documents: DocumentCounters;
     replicas?: Pick<Replicas, 'statementCounts'>;
   },
@@ -121,12 +121,12 @@ export function registerObservability(
     });
   }
   new Counter({
-    name: 'graphql_direct_answers_total',
-    help: "GraphQL queries answered from their compiled plan without Apollo Server's request pipeline (texts Apollo has run before)",
+    name: 'graphql_compiled_runs_total',
+    help: 'GraphQL operations run by a plan graphql-jit compiled (a short document after its 10th run, or a trusted document)',
     registers: [registry],
     collect() {
       this.reset();
-      this.inc(directAnswers.count);
+      this.inc(compiledRuns.compiledRuns);
     },
   });
   new Counter({

@@ -73,8 +73,8 @@ export function startTracing(env: Record<string, string | undefined>): Telemetry
           if (!('setHeader' in request)) withoutQueryValues(span, request);
         },
       }),
-      // No instrumentation of graphql-js: most operations never reach its execute (graphql-jit,
-      // direct answers), so the service makes each operation's span itself (spans.ts); and its
+      // No instrumentation of graphql-js: most operations never reach its execute (graphql-jit
+      // runs them), so the service makes each operation's span itself (spans.ts); and its
       // validate span records the validation errors' messages, which quote the document's
       // literal values (`String cannot represent a non string value: 123`).
       // The statement's text with its placeholders: without maskStatement, mysql2's instrumentation writes the values into it.

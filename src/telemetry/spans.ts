@@ -29,8 +29,8 @@ export class Tracing {
   };
 
   /**
-   * A span around one GraphQL operation's execution, on every route (Apollo's pipeline, the
-   * compiled plan of direct.ts): its type and name only. A result with errors marks it failed.
+   * A span around one GraphQL operation's execution, on every route (graphql-js or a
+   * compiled plan): its type and name only. A result with errors marks it failed.
    */
   operation<T extends { errors?: readonly unknown[] }>(type: string, name: string | null | undefined, run: () => Promise<T>): Promise<T> {
     const attributes = operationAttributes(type, name);

@@ -10,7 +10,7 @@ import { REDIS_TEST_URL, redisReachable } from '../helpers/redis';
 /*
  * Traces as an operator gets them: the real process (src/main.ts through ts-node) with
  * OTEL_EXPORTER_OTLP_ENDPOINT pointing at a local OTLP receiver, in JSON and in protobuf. Over
- * REST, GraphQL (Apollo's pipeline and the compiled direct answers) and WebSocket: a span per
+ * REST, GraphQL (graphql-js and the compiled plans) and WebSocket: a span per
  * request and per message, per GraphQL operation, per SQL statement (MySQL) and Redis command;
  * an incoming traceparent continued; trace_id in the log lines; and no password, token, email,
  * name or variable value in any attribute, event or span name.
@@ -149,7 +149,7 @@ describe.each(cases)('traces on %s over OTLP %s', (kind, protocol) => {
     expect(invalid.status).toBe(400);
     const auth = { authorization: `Bearer ${token}` };
 
-    // A query sent often enough to be compiled, then answered directly (graphql/direct.ts).
+    // A query sent often enough to be compiled, then run by its compiled plan (graphql/executor.ts).
     const GET_TRAINER = 'query GetTrainer($id: ID!) { trainer(id: $id) { id nickname email } }';
     const reads = 14;
     for (let i = 0; i < reads; i += 1) {
@@ -196,7 +196,7 @@ describe.each(cases)('traces on %s over OTLP %s', (kind, protocol) => {
     expect(register.traceId).toBe(traceId);
     expect(register.parentSpanId).toBe(parentId);
 
-    // A span per GraphQL operation, inside its request's trace, on every route (the direct answers too).
+    // A span per GraphQL operation, inside its request's trace, on every route (compiled runs too).
     const byId = new Map(spans.map((s) => [s.spanId, s]));
     const operations = spans.filter((s) => s.scope === 'creature-registry' && !s.name.startsWith('graphql-ws'));
     const getTrainer = operations.filter((s) => s.name === 'query GetTrainer');
