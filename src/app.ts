@@ -176,8 +176,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   const statements = { count: 0 };
-  // GraphQL operations run by a plan graphql-jit compiled (graphql/executor.ts).
-  const compiledRuns = { compiledRuns: 0 };
+  // GraphQL operations run by a plan graphql-jit compiled (graphql/executor.ts), and of those the
+  // queries answered by the fast path (graphql/fast-path.ts).
+  const runs = { compiledRuns: 0, fastPathAnswers: 0 };
   // How GraphQL documents came in (by id, by trusted text, refused) and how many were parsed.
   const documents = documentCounters();
   const dataSource = createDataSource(config.database, {
@@ -208,7 +209,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
     app.setNotFoundHandler(problemNotFoundHandler);
-    registerObservability(app, dataSource, { statements, compiledRuns, documents, replicas }, config.metricsToken, services.hasher);
+    registerObservability(app, dataSource, { statements, runs, documents, replicas }, config.metricsToken, services.hasher);
     registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,
@@ -228,7 +229,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(restRoutes, { services, requireDatabase });
     await registerGraphQL(app, config, services, requireDatabase, {
       sessionCheckMs: options.sessionCheckMs,
-      compiledRuns,
+      compiledRuns: runs,
+      fastPathAnswers: runs,
       documents,
       documentChecks: options.documentChecks,
       tracing,

@@ -46,6 +46,12 @@ export interface AdmittedSubscription {
   readonly operation: OperationDefinitionNode;
 }
 
+/** An operation the policy admitted, with its variables coerced to their types. */
+export interface AdmittedOperation {
+  readonly operation: OperationDefinitionNode;
+  readonly coerced: Record<string, unknown>;
+}
+
 /** A text checked, parsed and validated; when refused, the step that refused it. */
 export type TextVerdict =
   { readonly document: DocumentNode } | { readonly step: 'text' | 'parse' | 'validate'; readonly errors: readonly GraphQLError[] };
@@ -105,8 +111,9 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
  *
  * HTTP takes them through `httpHook` (the gate and the text checks, before Apollo reads the
  * request), Apollo's options (`validationRules`, and `plugin`, whose hooks run the operation
- * checks) and `coerceVariables`, which the executor asks before it runs an operation; graphql-ws
- * through `admitSubscription`, which runs all of them in order. What depends only on a query
+ * checks) and `coerceVariables`, which the executor asks before it runs an operation; the fast
+ * path (fast-path.ts) through `admitOperation`; graphql-ws through `admitSubscription`, which runs
+ * all of them in order. What depends only on a query
  * text (its text checks, its parsed and validated document or the errors) is remembered per
  * text, bounded.
  */
@@ -276,13 +283,29 @@ export class DocumentPolicy {
       if ('errors' in checked) return checked;
       document = checked.document;
     }
-    const operation = getOperationAST(document, payload.operationName) ?? undefined;
-    const variables = payload.variables ?? {};
-    const refused = this.checkOperation('ws', document, operation, payload.operationName ?? undefined, variables);
+    const admitted = this.admitOperation('ws', document, payload.operationName, payload.variables ?? {});
+    return 'errors' in admitted ? admitted : { document, operation: admitted.operation };
+  }
+
+  /**
+   * The operation checks and the variables' coercion for a document that passed the checks on its
+   * text (the gate, the text checks and the validation rules): the operation to run and its
+   * coerced variables, or the errors to answer. Asked by graphql-ws's subscribe and by the fast
+   * path (fast-path.ts); Apollo's route asks the same checks through `plugin` and the executor.
+   */
+  admitOperation(
+    transport: Transport,
+    document: DocumentNode,
+    operationName: string | null | undefined,
+    variables: Record<string, unknown>,
+  ): AdmittedOperation | { readonly errors: readonly GraphQLError[] } {
+    const operation = getOperationAST(document, operationName) ?? undefined;
+    const refused = this.checkOperation(transport, document, operation, operationName ?? undefined, variables);
     if (refused) return { errors: [refused] };
-    const coerced = this.coerceVariables(operation!.variableDefinitions ?? [], variables);
+    if (!operation) return { errors: [badUserInput('The operation to run could not be told from the document and operationName')] };
+    const coerced = this.coerceVariables(operation.variableDefinitions ?? [], variables);
     if ('errors' in coerced) return coerced;
-    return { document, operation: operation! };
+    return { operation, coerced: coerced.coerced };
   }
 
   /**

@@ -114,6 +114,12 @@ function compiledVariables(
   return values;
 }
 
+/** The HTTP request a context was made for (the fast path hands results over by it). */
+function requestOf(context: Record<string, unknown>): object | undefined {
+  const { request } = context;
+  return typeof request === 'object' && request !== null ? request : undefined;
+}
+
 /**
  * Runs operations through graphql-jit, which compiles a document into JavaScript that resolves
  * it, instead of graphql-js's generic interpreter: for the nested page (100 trainers × 10
@@ -130,6 +136,10 @@ function compiledVariables(
 export class CompilingExecutor {
   private readonly seen = new WeakMap<DocumentNode, number>();
   private readonly compiled = new Map<DocumentNode, CompiledQuery>();
+  /** Query texts run compiled, for the fast path (see knownPlan). */
+  private readonly bySource = new Map<string, { document: DocumentNode; plan: CompiledQuery }>();
+  /** Results the fast path ran and left to Apollo to write, by request (see handOver). */
+  private readonly handedOver = new WeakMap<object, { source: string; result: ExecutionResult }>();
 
   constructor(
     private readonly schema: GraphQLSchema,
@@ -155,6 +165,13 @@ export class CompilingExecutor {
 
   private readonly run: Executor = async (requestContext) => {
     const { document, request, context: contextValue } = requestContext;
+    // Run already by the fast path, which leaves an answer with errors to Apollo: never run twice.
+    const handedOverFor = requestOf(contextValue);
+    const ran = handedOverFor && this.handedOver.get(handedOverFor);
+    if (ran) {
+      this.handedOver.delete(handedOverFor);
+      if (ran.source === request.query) return ran.result;
+    }
     // Typed as always there, but Apollo calls the executor before it checks that the operation
     // name resolved (an unknown or empty operationName, several operations and none named): it
     // expects the executor to report that as graphql-js does, and makes the answer a 400 from it.
@@ -167,16 +184,46 @@ export class CompilingExecutor {
     if ('errors' in input) return { errors: input.errors };
     const compiled = this.compiledFor(document);
     if (compiled) {
-      this.counters.compiledRuns += 1;
-      const result = (await compiled.query(
-        undefined,
-        contextValue,
-        compiledVariables(this.schema, operation, input.coerced),
-      )) as ExecutionResult;
-      return result.errors ? { ...result, errors: result.errors.map(asGraphQLError) } : result;
+      if (request.query !== undefined) this.remember(request.query, document, compiled);
+      return this.runPlan(compiled, operation, contextValue, input.coerced);
     }
     return execute({ schema: this.schema, document, contextValue, variableValues: variables, operationName });
   };
+
+  /**
+   * Runs a compiled plan with variables the policy coerced; the fast path (fast-path.ts) runs
+   * plans through here too, so both count them and report errors alike.
+   */
+  async runPlan(
+    plan: CompiledQuery,
+    operation: OperationDefinitionNode,
+    contextValue: object,
+    coerced: Record<string, unknown>,
+  ): Promise<ExecutionResult> {
+    this.counters.compiledRuns += 1;
+    const result = (await plan.query(undefined, contextValue, compiledVariables(this.schema, operation, coerced))) as ExecutionResult;
+    return result.errors ? { ...result, errors: result.errors.map(asGraphQLError) } : result;
+  }
+
+  /**
+   * The document and plan of a query text this executor has run compiled for Apollo's route, the
+   * most recent MAX_COMPILED texts (the fast path answers them).
+   */
+  knownPlan(source: string): { readonly document: DocumentNode; readonly plan: CompiledQuery } | undefined {
+    return this.bySource.get(source);
+  }
+
+  /** A result the fast path got with errors, for Apollo to write: this request's execution returns it. */
+  handOver(request: object, source: string, result: ExecutionResult): void {
+    this.handedOver.set(request, { source, result });
+  }
+
+  private remember(source: string, document: DocumentNode, plan: CompiledQuery): void {
+    if (source.length > MAX_COMPILED_LENGTH || this.bySource.get(source)?.plan === plan) return;
+    this.bySource.delete(source);
+    this.bySource.set(source, { document, plan });
+    if (this.bySource.size > MAX_COMPILED) this.bySource.delete(this.bySource.keys().next().value!);
+  }
 
   /** The compiled operation when this document has earned one, else undefined (run it on graphql-js). */
   private compiledFor(document: DocumentNode): CompiledQuery | undefined {

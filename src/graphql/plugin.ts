@@ -17,6 +17,7 @@ import { createFormatError, errorLoggingPlugin } from './format-error';
 import { landingPageCsp, landingPagePlugin, registerIdeRoutes } from './ide';
 import { DocumentPolicy, type DocumentCheck } from './document-policy';
 import { CompilingExecutor } from './executor';
+import { FastPath } from './fast-path';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 import { registerSubscriptions } from './subscriptions';
@@ -95,6 +96,7 @@ export async function registerGraphQL(
   options: {
     sessionCheckMs?: number;
     compiledRuns?: { compiledRuns: number };
+    fastPathAnswers?: { fastPathAnswers: number };
     documents?: DocumentCounters;
     documentChecks?: readonly DocumentCheck[];
     tracing?: Tracing;
@@ -119,9 +121,12 @@ export async function registerGraphQL(
     log: request.log,
     clientIp: request.ip,
   });
+  const executor = new CompilingExecutor(schema, policy, options.compiledRuns, options.tracing);
+  // Queries whose plan is compiled run before Apollo's pipeline, on the policy's checks (see FastPath).
+  const fastPath = new FastPath(policy, executor, contextFor, options.fastPathAnswers ?? { fastPathAnswers: 0 }, options.tracing);
   const apollo = new ApolloServer<GraphQLContext>({
     // Apollo parses, validates and formats; graphql-jit executes (see CompilingExecutor).
-    gateway: new CompilingExecutor(schema, policy, options.compiledRuns, options.tracing).gateway(),
+    gateway: executor.gateway(),
     validationRules: [...policy.validationRules],
     parseOptions: policy.parseOptions,
     // The trusted documents, parsed and validated at start, are found there and never parsed again.
@@ -176,6 +181,8 @@ export async function registerGraphQL(
       method: ['GET', 'POST', 'OPTIONS'],
       url: '/graphql',
       handler: async (request, reply) => {
+        const answer = await fastPath.answer(request, reply);
+        if (answer !== undefined) return answer;
         const { headers, body, status } = await apollo.executeHTTPGraphQLRequest({
           httpGraphQLRequest: graphQLRequestOf(request),
           context: async () => contextFor(request),

@@ -33,12 +33,12 @@ export function registerObservability(
   dataSource: DataSource,
   {
     statements,
-    compiledRuns,
+    runs,
     documents,
     replicas,
   }: {
     statements: { count: number };
-    compiledRuns: { compiledRuns: number };
+    runs: { compiledRuns: number; fastPathAnswers: number };
     documents: DocumentCounters;
     replicas?: Pick<Replicas, 'statementCounts'>;
   },
@@ -126,7 +126,16 @@ export function registerObservability(
     registers: [registry],
     collect() {
       this.reset();
-      this.inc(compiledRuns.compiledRuns);
+      this.inc(runs.compiledRuns);
+    },
+  });
+  new Counter({
+    name: 'graphql_fast_path_total',
+    help: "GraphQL queries with a compiled plan answered before Apollo's request pipeline, on the document policy's checks",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(runs.fastPathAnswers);
     },
   });
   new Counter({

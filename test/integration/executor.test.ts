@@ -220,13 +220,13 @@ describe.each(databases)('the compiled executor on %s', (kind) => {
               url: `/graphql?${new URLSearchParams(request.get).toString()}`,
               headers: { 'apollo-require-preflight': 'true', authorization: `Bearer ${me.token}` },
             });
-      return { status: response.statusCode, body: response.body };
+      return { status: response.statusCode, type: response.headers['content-type'], body: response.json<unknown>() };
     };
-    const before: { status: number; body: string }[] = [];
+    const before: { status: number; type: unknown; body: unknown }[] = [];
     for (const request of odd) before.push(await send(request));
     await thrice(plain, undefined, me.token, null);
     await thrice(withVariable, { id }, me.token, null);
-    const after: { status: number; body: string }[] = [];
+    const after: { status: number; type: unknown; body: unknown }[] = [];
     for (const request of odd) after.push(await send(request));
     expect(odd.map((request, i) => [request.name, after[i]])).toEqual(odd.map((request, i) => [request.name, before[i]]));
     expect(before.every(({ status }) => status < 500)).toBe(true);
