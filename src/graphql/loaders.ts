@@ -62,8 +62,7 @@ export class Loaders {
 
   /** trainer(id): read alongside the caller check (one statement), with its count when the query asks for it. */
   async trainerById(id: number, { withCount }: { withCount: boolean }): Promise<Trainer | null> {
-    // Another trainer may be read where reads may lag; the caller itself never is.
-    const trainer = await this.auth.alongside((viewerId) => this.services.trainers.findById(id, { withCount, mayLag: id !== viewerId }));
+    const trainer = await this.auth.alongside((viewerId) => this.services.trainers.findFor(viewerId, id, { withCount }));
     if (trainer) this.trainers.prime(trainer.id, trainer);
     return trainer;
   }
