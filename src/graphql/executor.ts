@@ -22,11 +22,11 @@ type Gateway = ApolloServerOptionsWithGateway<Record<string, unknown>>['gateway'
 type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
 
 /**
- * Compiling costs CPU: 5-20 ms for a document of 1.5-4 KB (150 aliases, 60 nested fields). So a
- * document is compiled only when it is short and has run COMPILE_AFTER times on graphql-js: an
+ * Compiling costs CPU, milliseconds for a document of a few KB (many aliases, nested fields). So
+ * a document is compiled only when it is short and has run COMPILE_AFTER times on graphql-js: an
  * app's own queries are short and repeated, while a stream of distinct documents (an attacker's,
- * or one-off queries) never pays for compilation, and one sent again and again pays for it at
- * most about 1 ms per request.
+ * or one-off queries) never pays for compilation, and one sent again and again pays for it once
+ * every COMPILE_AFTER requests at most.
  */
 const MAX_COMPILED_LENGTH = 2048;
 const COMPILE_AFTER = 10;

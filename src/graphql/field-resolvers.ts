@@ -35,8 +35,8 @@ function jsonKey(value: object): string | undefined {
 
 /**
  * Argument classes whose valid values are known at once, without class-validator: an id is one
- * pattern (parseId). class-validator took about 6 KB and a sort of its metadata per
- * `trainer(id)` (a sampling allocation profile); ids are text, so checkArguments cannot remember
+ * pattern (parseId). class-validator allocates and sorts its metadata for every
+ * `trainer(id)`; ids are text, so checkArguments cannot remember
  * them. A value these refuse still goes through class-validator, which names the field and rule.
  */
 const quickChecks = new Map<unknown, (value: never) => boolean>([[IdArgs, ({ id }: IdArgs) => parseId(id) !== undefined]]);

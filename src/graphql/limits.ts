@@ -157,7 +157,7 @@ const MAX_COSTS_PER_DOCUMENT = 100;
  * The cost limit needs the variables (`limit: $n`), which validation rules do not see, so it runs
  * once the operation is resolved: still before any resolver. A document's cost is remembered for
  * the values of the variables it depends on: `trainer(id: $id)` is measured once, not per id
- * (measuring was 7% of the CPU of a GraphQL trainer(id), node --cpu-prof). The error to answer
+ * (measuring is a walk of the document, a visible part of a small query's CPU). The error to answer
  * when an operation costs too much, else undefined; asked by DocumentPolicy's operation checks.
  */
 export function costChecker(
@@ -214,8 +214,8 @@ const MAX_REPEATS = 3;
 /**
  * Why a document must be refused before graphql-js validates it, or null. Validation's
  * OverlapFieldsCanBeMerged rule compares every pair of same-named fields, and the fields of every
- * pair of fragments spread together: 249 copies of `me { id }`, within the token limit, cost
- * about 250 ms of CPU (measured against this schema). Repeating a field, a fragment spread or an
+ * pair of fragments spread together, so a few hundred copies of `me { id }`, within the token
+ * limit, hold the thread for a long time. Repeating a field, a fragment spread or an
  * inline fragment more than MAX_REPEATS times in one selection set has no use (GraphQL merges
  * them into one), and more than LIMITS.fragments fragment definitions has none either, so such
  * documents are refused after a linear walk. Unparsable documents are left to the parser that

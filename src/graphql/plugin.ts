@@ -78,8 +78,8 @@ function graphQLRequestOf(request: FastifyRequest): HTTPGraphQLRequest {
 /**
  * Apollo's cache of parsed, validated documents, sized by what an entry really holds. Apollo's
  * own sizes a document by its JSON, which leaves out the query text every parsed node keeps a
- * reference to: distinct 90 KB queries (one token of comment each) were counted as 439 bytes, so
- * its 30 MiB cap let the heap fill until the process died (3,828 requests, heap limit 512 MB).
+ * reference to: distinct long queries (one token and a long comment each) were counted as a few
+ * hundred bytes, so its cap let the heap fill until the process died.
  */
 export function documentStore(): InMemoryLRUCache<DocumentNode> {
   return new InMemoryLRUCache<DocumentNode>({
