@@ -65,6 +65,16 @@ const PATHS: Record<string, string[]> = {
   '/trainer/:trainerId/creature/:creatureId': ['GET', 'PATCH', 'DELETE'],
 };
 
+/** What a route that checks the caller's password can answer besides its success (a wrong one counts as a failed login). */
+const passwordCheckedErrors = errorResponses(
+  'BAD_USER_INPUT',
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'PAYLOAD_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'RATE_LIMITED',
+);
+
 /**
  * The REST shim for legacy clients: each handler parses, calls one service method, replies.
  * The caller is known the GraphQL way (request.auth, a RequestAuth); every rule lives in the services.
@@ -300,14 +310,7 @@ export async function restRoutes(
         body: changePasswordBody,
         response: {
           204: { description: 'Changed', type: 'null' },
-          ...errorResponses(
-            'BAD_USER_INPUT',
-            'UNAUTHENTICATED',
-            'FORBIDDEN',
-            'PAYLOAD_TOO_LARGE',
-            'UNSUPPORTED_MEDIA_TYPE',
-            'RATE_LIMITED',
-          ),
+          ...passwordCheckedErrors,
         },
       },
     },
@@ -332,14 +335,7 @@ export async function restRoutes(
         body: deleteTrainerBody,
         response: {
           204: { description: 'Deleted', type: 'null' },
-          ...errorResponses(
-            'BAD_USER_INPUT',
-            'UNAUTHENTICATED',
-            'FORBIDDEN',
-            'PAYLOAD_TOO_LARGE',
-            'UNSUPPORTED_MEDIA_TYPE',
-            'RATE_LIMITED',
-          ),
+          ...passwordCheckedErrors,
         },
       },
     },
