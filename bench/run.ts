@@ -738,7 +738,7 @@ async function scaleSection(): Promise<void> {
   server.pathname = '';
   const startScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   const sizes = (args.sizes ?? '100000,5000000').split(',').map(Number);
-  const rows = await runScale({
+  const { rows, note } = await runScale({
     root,
     serverUrl: server.toString().replace(/\/$/, ''),
     sizes,
@@ -751,7 +751,7 @@ async function scaleSection(): Promise<void> {
   const when = new Date().toISOString();
   const stamp = `${when.replace(/[:.]/g, '-')}-scale`;
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
-  const table = renderScale(rows);
+  const table = `${renderScale(rows)}\n\n${note}`;
   writeFileSync(
     join(options.out, `${stamp}.json`),
     `${JSON.stringify({ when, machine, sizes, duration: options.duration, rows }, null, 2)}\n`,
