@@ -151,11 +151,36 @@ async function sizeBufferPool(o: ScaleOptions): Promise<{ restore: () => Promise
   }
 }
 
-async function measure(
+/** A size's service, started and checked, with the reads to measure on it. */
+interface Running {
+  readonly row: Omit<ScaleRow, 'p50' | 'rssAfterMb'>;
+  readonly base: string;
+  readonly headers: Record<string, string>;
+  readonly reads: Record<string, () => Read>;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+/** One number of the first row a statement answers. */
+async function scalar(uri: string, sql: string): Promise<number> {
+  const db = await createConnection({ uri });
+  try {
+    const [rows] = await db.query(sql);
+    return Number(Object.values((rows as Record<string, unknown>[])[0])[0]);
+  } finally {
+    await db.end();
+  }
+}
+
+/**
+ * Starts the service on a size's registry (imported first when missing): seconds to ready and to
+ * a first list, RSS once idle, whether every count is exact; the reads are measured by runScale.
+ */
+async function startSize(
   o: ScaleOptions,
   trainers: number,
   prepared: { url: string; seedSeconds: number | null } | undefined,
-): Promise<ScaleRow> {
+): Promise<Running> {
   const { url, seedSeconds } = prepared ?? (await prepare(o, trainers));
   await warm(url);
   const port = 5600 + Math.floor(Math.random() * 300);
@@ -175,6 +200,10 @@ async function measure(
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  const stop = async () => {
+    service.kill('SIGTERM');
+    if (service.exitCode === null) await new Promise((resolve) => service.once('exit', resolve));
+  };
   try {
     while (
       (await fetch(`${base}/readyz`).then(
@@ -200,19 +229,16 @@ async function measure(
     const rssIdleMb = rssMb(service.pid!);
 
     // Exact counts: the API's against the table's.
-    const db = await createConnection({ uri: url });
-    const [[all]] = (await db.query('SELECT COUNT(*) AS n FROM trainer')) as unknown as [[{ n: number }]];
-    const [[mystic]] = (await db.query("SELECT COUNT(*) AS n FROM trainer WHERE team = 'MYSTIC'")) as unknown as [[{ n: number }]];
-    const [[maxId]] = (await db.query('SELECT MAX(id) AS id FROM trainer')) as unknown as [[{ id: number }]];
-    await db.end();
+    const all = await scalar(url, 'SELECT COUNT(*) AS n FROM trainer');
+    const mystic = await scalar(url, "SELECT COUNT(*) AS n FROM trainer WHERE team = 'MYSTIC'");
+    const maxId = await scalar(url, 'SELECT MAX(id) AS id FROM trainer');
     const team = (await fetch(`${base}/trainer?limit=1&team=MYSTIC`, { headers: auth }).then((r) => r.json())) as { totalCount: number };
     const probe = `_${Math.floor(trainers / 7)}`;
     const search = (await fetch(`${base}/trainer?limit=100&nicknameContains=${probe}`, { headers: auth }).then((r) => r.json())) as {
       totalCount: number;
     };
     const expectedSearch = Array.from({ length: trainers }, (_, i) => `bench_${i + 1}`).filter((n) => n.includes(probe)).length;
-    const countsExact =
-      firstPage.totalCount === Number(all.n) && team.totalCount === Number(mystic.n) && search.totalCount === expectedSearch;
+    const countsExact = firstPage.totalCount === all && team.totalCount === mystic && search.totalCount === expectedSearch;
 
     const random = () => 1 + Math.floor(Math.random() * trainers);
     const gql = (query: string, variables: Record<string, unknown>): Read => ({
@@ -222,7 +248,7 @@ async function measure(
     });
     const headers = { ...auth, 'content-type': 'application/json' };
     // A cursor page at the end: the cursor the service gives for the trainer 21 before the last (same secret).
-    const endCursor = new CursorCodec(o.jwtSecret, 'trainers').encode(Number(maxId.id) - 21);
+    const endCursor = new CursorCodec(o.jwtSecret, 'trainers').encode(maxId - 21);
     const reads: Record<string, () => Read> = {
       'REST first page with totalCount': () => ({ path: '/trainer?limit=20' }),
       'GraphQL cursor page at the end': () =>
@@ -241,20 +267,22 @@ async function measure(
           id: String(random()),
         }),
     };
-    const p50s: Record<string, number> = {};
-    for (const [name, request] of Object.entries(reads)) {
-      // A short warm-up, then the measured run.
-      await p50(base, request, headers, 1);
-      p50s[name] = await p50(base, request, headers, o.duration);
-      o.log(`${trainers} trainers, ${name}: p50 ${p50s[name].toFixed(2)} ms`);
-    }
-    const rssAfterMb = rssMb(service.pid!);
-    return { trainers, seedSeconds, readySeconds, firstListSeconds, rssIdleMb, rssAfterMb, p50: p50s, countsExact };
-  } finally {
-    service.kill('SIGTERM');
-    await new Promise((resolve) => service.once('exit', resolve));
+    return {
+      row: { trainers, seedSeconds, readySeconds, firstListSeconds, rssIdleMb, countsExact },
+      base,
+      headers,
+      reads,
+      pid: service.pid!,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
   }
 }
+
+/** Rounds of each read, alternating the sizes, so that every size's p50 is taken under the same conditions. */
+const ROUNDS = 3;
 
 export async function runScale(o: ScaleOptions): Promise<{ rows: ScaleRow[]; note: string }> {
   const rows: ScaleRow[] = [];
@@ -262,12 +290,30 @@ export async function runScale(o: ScaleOptions): Promise<{ rows: ScaleRow[]; not
   const largest = Math.max(...o.sizes);
   const preparedLargest = await prepare(o, largest);
   const pool = await sizeBufferPool(o);
+  const running: Running[] = [];
   try {
-    for (const size of o.sizes) rows.push(await measure(o, size, size === largest ? preparedLargest : undefined));
+    for (const size of o.sizes) running.push(await startSize(o, size, size === largest ? preparedLargest : undefined));
+    const p50s: Record<string, number>[] = running.map(() => ({}));
+    for (const name of Object.keys(running[0].reads)) {
+      const rounds = running.map(() => [] as number[]);
+      for (let round = 0; round < ROUNDS; round += 1) {
+        for (const [i, size] of running.entries()) {
+          // A short warm-up first, then the measured run.
+          if (round === 0) await p50(size.base, size.reads[name], size.headers, 1);
+          rounds[i].push(await p50(size.base, size.reads[name], size.headers, Math.max(1, o.duration / ROUNDS)));
+        }
+      }
+      for (const [i, size] of running.entries()) {
+        p50s[i][name] = median(rounds[i]);
+        o.log(`${size.row.trainers} trainers, ${name}: p50 ${p50s[i][name].toFixed(2)} ms (median of ${ROUNDS} rounds)`);
+      }
+    }
+    for (const [i, size] of running.entries()) rows.push({ ...size.row, p50: p50s[i], rssAfterMb: rssMb(size.pid) });
   } finally {
+    for (const size of running) await size.stop();
     await pool.restore();
   }
-  return { rows, note: pool.note };
+  return { rows, note: `${pool.note} Each read's p50 is the median of ${ROUNDS} rounds alternating the sizes.` };
 }
 
 /** The sizes side by side, with the targets judged against the smallest size. */
