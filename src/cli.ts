@@ -2,16 +2,10 @@ import 'reflect-metadata';
 import pino, { type Logger } from 'pino';
 import { ConfigError, loadDatabaseConfig, type DatabaseConfig } from './config';
 
-/**
- * A one-shot command on the database of DATABASE_URL (`npm run migrate`, `npm run reconcile`): a
- * process of its own, like main.ts. A bad setting is one line on stderr and exit code 1; so is a
- * failure of the work itself, prefixed with the command's name.
- */
-export function runDatabaseCommand(name: string, work: (database: DatabaseConfig, log: Logger) => Promise<void>): void {
-  const log = pino({ level: 'info' });
-  let database: DatabaseConfig;
+/** The settings `load` reads from the environment; a bad one is one line on stderr and exit code 1. */
+export function settingsOrExit<T>(load: () => T): T {
   try {
-    database = loadDatabaseConfig(process.env);
+    return load();
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -19,6 +13,16 @@ export function runDatabaseCommand(name: string, work: (database: DatabaseConfig
     }
     throw error;
   }
+}
+
+/**
+ * A one-shot command on the database of DATABASE_URL (`npm run migrate`, `npm run reconcile`): a
+ * process of its own, like main.ts. A bad setting is one line on stderr and exit code 1; so is a
+ * failure of the work itself, prefixed with the command's name.
+ */
+export function runDatabaseCommand(name: string, work: (database: DatabaseConfig, log: Logger) => Promise<void>): void {
+  const log = pino({ level: 'info' });
+  const database = settingsOrExit(() => loadDatabaseConfig(process.env));
   work(database, log).catch((error: unknown) => {
     process.stderr.write(`${name} failed: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(1);

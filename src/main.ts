@@ -4,19 +4,11 @@ import { telemetry } from './telemetry/start';
 import cluster from 'node:cluster';
 import { buildApp } from './app';
 import { ConfigError, loadConfig } from './config';
+import { settingsOrExit } from './cli';
 
 /** The only module that touches the process: configuration, listening, signals. */
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig(process.env);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
-  }
+  const config = settingsOrExit(() => loadConfig(process.env));
 
   if (config.workers > 1 && cluster.isPrimary) {
     runPrimary(config.workers);
