@@ -22,10 +22,11 @@ describe.each(databases)('the compiled executor on %s', (kind) => {
   });
   afterAll(async () => t.close());
 
-  const compiledRuns = async (): Promise<number> => {
+  const counter = async (name: string): Promise<number> => {
     const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
-    return Number(/^graphql_compiled_runs_total (\d+)$/m.exec(text)?.[1]);
+    return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
   };
+  const compiledRuns = () => counter('graphql_compiled_runs_total');
 
   /**
    * The first, second and last of SENT answers: interpreted, interpreted, and compiled when
@@ -167,6 +168,33 @@ describe.each(databases)('the compiled executor on %s', (kind) => {
     expect(now.creaturesOwned).toBe(then.creaturesOwned + 1);
     expect(now.creatures.map((c) => c.name)).toEqual([...then.creatures.map((c) => c.name), 'Fay']);
     expect((await compiledRuns()) - before).toBe(1);
+  });
+
+  it('answers an error of a compiled query as before, running the query once (the fast path hands it to Apollo)', async () => {
+    // A trainer read (its own statement), then an id no creature can have: a field error.
+    const query = 'query Broken($t: ID!, $id: ID!) { trainer(id: $t) { id creaturesOwned } creature(id: $id) { id } }';
+    const t1 = String(me.trainer.id);
+    const statements = async (variables: Record<string, unknown>) => {
+      const before = await counter('db_statements_total');
+      const answer = await gql(t.app, query, variables, me.token);
+      return { answer, statements: (await counter('db_statements_total')) - before };
+    };
+    const interpreted = await statements({ t: t1, id: 'not-an-id' });
+    // The interpreted run above counts among the ten before compilation.
+    await thrice(query, { t: t1, id: 'not-an-id-either' }, me.token, COMPILED + 1);
+    const [fast, runs] = [await counter('graphql_fast_path_total'), await compiledRuns()];
+    const compiled = await statements({ t: t1, id: 'not-an-id' });
+    expect((await compiledRuns()) - runs).toBe(1);
+    expect(interpreted.answer.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(interpreted.statements).toBeGreaterThan(0);
+    expect([compiled.answer.status, compiled.answer.errors, compiled.answer.data]).toEqual([
+      interpreted.answer.status,
+      interpreted.answer.errors,
+      interpreted.answer.data,
+    ]);
+    // Run once: as many statements as the interpreted run, and not counted as a fast-path answer.
+    expect(compiled.statements).toBe(interpreted.statements);
+    expect((await counter('graphql_fast_path_total')) - fast).toBe(0);
   });
 
   it('checks the cost of every run of a compiled query against its own variables', async () => {
