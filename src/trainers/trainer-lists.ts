@@ -22,6 +22,7 @@ export interface ListChange {
 /** The first ids of one list (every team's, or one team's), in order. */
 interface Prefix {
   readonly ids: number[];
+  /** When the ids were read, on TrainerLists' clock. */
   readonly readAt: number;
   /** The list has no more trainers than `ids` (it was read to its end). */
   readonly complete: boolean;
@@ -99,7 +100,11 @@ export class TrainerLists {
   constructor(
     private readonly queries: TrainerQueries,
     maxOffset: number,
-    private readonly now: () => number = Date.now,
+    /**
+     * Milliseconds on a clock that only goes forward (performance.now): a step of the wall clock
+     * back would keep stale ids for as long as the step, one forward would drop fresh ones.
+     */
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.span = Math.min(maxOffset, SPAN);
     this.depth = this.span + MAX_LIMIT + 1;
