@@ -101,6 +101,35 @@ describe.each(databases)('creature events on %s', (kind) => {
     expect(w.events.map((e) => (e.creature.trainer as { creaturesOwned?: number }).creaturesOwned)).toEqual([1, 2]);
   });
 
+  it('shows the trainer as it is now, also to its own subscriber after it renamed itself and changed team', async () => {
+    const owner = await createTrainer(t.app);
+    const watcher = await createTrainer(t.app);
+    const query =
+      'subscription($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { kind creature { name trainer { id nickname team } } } }';
+    const own = await started(watch(origin, owner.token, String(owner.trainer.id), query));
+    const other = await started(watch(origin, watcher.token, String(owner.trainer.id), query));
+    const nickname = `${owner.trainer.nickname}_2`;
+    const patched = await t.app.inject({
+      method: 'PATCH',
+      url: `/trainer/${owner.trainer.id}`,
+      headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/merge-patch+json' },
+      payload: JSON.stringify({ nickname, team: 'INSTINCT' }),
+    });
+    expect(patched.statusCode).toBe(200);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/trainer/${owner.trainer.id}/creature`,
+      headers: { authorization: `Bearer ${owner.token}` },
+      payload: { name: 'AfterRename', speciesId: 1 },
+    });
+    expect(res.statusCode).toBe(201);
+    await until(() => own.events.length >= 1 && other.events.length >= 1, 'the event on both sockets');
+    const now = { id: String(owner.trainer.id), nickname, team: 'INSTINCT' };
+    for (const w of [own, other]) {
+      expect(w.events.map((e) => [e.kind, e.creature.name, e.creature.trainer])).toEqual([['CREATED', 'AfterRename', now]]);
+    }
+  });
+
   it('sends nothing of other trainers, and nothing of refused writes', async () => {
     const other = await createTrainer(t.app);
     const w = await started(watch(origin, me.token, String(other.trainer.id)));
