@@ -188,6 +188,54 @@ describe.each(databases)('creature events on %s', (kind) => {
     expect(malformed.errors[0].extensions?.code).toBe('BAD_USER_INPUT');
   });
 
+  it('refuses a wrong-typed variable with the same message as HTTP, graphql-js’s reason included', async () => {
+    const id = String(me.trainer.id);
+    const pairs = [
+      [
+        'subscription($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { kind } }',
+        'query($trainerId: ID!) { trainer(id: $trainerId) { id } }',
+      ],
+      [
+        'subscription($trainerId: ID!, $n: Int!) { creatureEvents(trainerId: $trainerId) { creature { trainer { creatures(limit: $n) { id } } } } }',
+        'query($trainerId: ID!, $n: Int!) { trainer(id: $trainerId) { creatures(limit: $n) { id } } }',
+      ],
+    ] as const;
+    const cases = [
+      [pairs[0], { trainerId: true }],
+      [pairs[0], { trainerId: 1.5 }],
+      [pairs[0], { trainerId: { id: 'x' } }],
+      [pairs[0], { trainerId: ['1'] }],
+      [pairs[0], {}],
+      [pairs[1], { trainerId: id, n: 'ten' }],
+      [pairs[1], { trainerId: id, n: 2 ** 40 }],
+      [pairs[1], { trainerId: id, n: null }],
+    ] as const;
+    for (const [[subscription, query], variables] of cases) {
+      const overHttp = await gql(t.app, query, variables, me.token);
+      expect(overHttp.status).toBe(400);
+      const client = createClient({
+        url: `${origin.replace('http', 'ws')}/graphql`,
+        webSocketImpl: WebSocket,
+        connectionParams: { authorization: `Bearer ${me.token}` },
+        retryAttempts: 0,
+      });
+      open.push(client);
+      const overWs = await new Promise<unknown>((resolve) => {
+        client.subscribe(
+          { query: subscription, variables },
+          { next: () => undefined, error: (error) => resolve(error), complete: () => resolve('completed') },
+        );
+      });
+      // The documents differ (a subscription, a query): their locations too.
+      const unlocated = (errors: unknown) => (errors as { locations?: unknown }[]).map(({ locations: _at, ...rest }) => rest);
+      expect([variables, unlocated(overWs)]).toEqual([variables, unlocated(overHttp.errors)]);
+      // The reason is there: what the type takes, not only that the value was refused.
+      expect(overHttp.errors![0].message).toMatch(
+        /^Variable "\$(trainerId|n)" (got invalid value; \w+ cannot represent|of (required|non-null) type)/,
+      );
+    }
+  });
+
   it('takes only subscriptions over WebSocket, within the depth limit', async () => {
     const query = await started(
       watch(origin, me.token, String(me.trainer.id), 'query($trainerId: ID!) { trainer(id: $trainerId) { id } }'),
