@@ -6,7 +6,7 @@ import { CreateCreatureInput, UpdateCreatureInput } from '../creatures/creature.
 import type { Services } from '../services';
 import type { Trainer } from '../trainers/trainer.entity';
 import { RegisterTrainerInput, UpdateTrainerInput } from '../trainers/trainer.inputs';
-import { CONDITION_NAMES, conditionsOf } from '../trainers/trainer-filter';
+import { CONDITION_NAMES, conditionsOf, isNoCondition } from '../trainers/trainer-filter';
 import { presentCreature, presentTrainer, presentTrainerPage } from './present';
 import { AppError } from '../errors';
 import {
@@ -216,7 +216,7 @@ export async function restRoutes(
       // as if left out: gone before the schema checks the values given.
       preValidation: async (request) => {
         const query = request.query as Record<string, unknown>;
-        for (const name of CONDITION_NAMES) if (query[name] === '') delete query[name];
+        for (const name of CONDITION_NAMES) if (isNoCondition(query[name])) delete query[name];
       },
       attachValidation: true,
       schema: {
