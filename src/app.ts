@@ -62,6 +62,8 @@ export interface BuildOptions {
    * place that decides what a document may do.
    */
   readonly documentChecks?: readonly DocumentCheck[];
+  /** The clock, in milliseconds, by which the ids kept of each trainer list age (TrainerLists; tests hold it still or move it). */
+  readonly listClock?: () => number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -200,7 +202,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
     const replicas = config.replicaUrls.length > 0 ? startReplicas(config, dataSource, app, tracing) : undefined;
     const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
-    const services = createServices(dataSource, config, redis, tracing, replicas);
+    const services = createServices(dataSource, config, redis, tracing, replicas, { listClock: options.listClock });
     app.decorate('services', services);
     if (redis) relayThroughRedis(redis, services, app);
     const purge = schedulePurge(services.sessions, app.log);

@@ -43,8 +43,16 @@ export interface Services {
  * @param redis shared rate-limit counters, when several instances run (REDIS_URL)
  * @param tracing with tracing on: spans of the statements run on SQLite
  * @param replicas read replicas, for the reads that may lag
+ * @param listClock the clock of the kept list ids' age (BuildOptions.listClock)
  */
-export function createServices(dataSource: DataSource, config: Config, redis?: Redis, tracing?: Tracing, replicas?: Replicas): Services {
+export function createServices(
+  dataSource: DataSource,
+  config: Config,
+  redis?: Redis,
+  tracing?: Tracing,
+  replicas?: Replicas,
+  { listClock }: { listClock?: () => number } = {},
+): Services {
   const sql = new Sql(dataSource, { timeoutMs: QUERY_TIMEOUT_MS, slowMs: config.slowQueryMs }, tracing, replicas);
   const trainerQueries = new TrainerQueries(sql);
   const creatureQueries = new CreatureQueries(sql);
@@ -61,7 +69,7 @@ export function createServices(dataSource: DataSource, config: Config, redis?: R
     redis,
     delay,
   });
-  const lists = new TrainerLists(trainerQueries, config.maxOffset);
+  const lists = new TrainerLists(trainerQueries, config.maxOffset, listClock);
   const trainers = new TrainerService(
     trainerQueries,
     lists,

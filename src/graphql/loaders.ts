@@ -23,6 +23,8 @@ export class Loaders {
    * and no promise per trainer alive across it).
    */
   private readonly readAhead = new Map<string, Map<number, Creature[]>>();
+  /** The caller as its auth read it serves `Creature.trainer` until forget(): it was read before anything since. */
+  private viewerIsCurrent = true;
 
   constructor(
     private readonly services: Services,
@@ -30,7 +32,7 @@ export class Loaders {
   ) {
     this.trainers = new DataLoader(async (ids) => {
       const found = new Map<number, Trainer>();
-      const viewer = auth.known;
+      const viewer = this.viewerIsCurrent ? auth.known : undefined;
       if (viewer) found.set(viewer.id, viewer);
       const missing = ids.filter((id) => !found.has(id));
       if (missing.length > 0) for (const trainer of await services.trainers.findByIds(missing)) found.set(trainer.id, trainer);
@@ -48,8 +50,13 @@ export class Loaders {
     }
   }
 
-  /** Forgets everything read so far (a subscription's context serves many events over time). */
+  /**
+   * Forgets everything read so far (a subscription's context serves many events over time),
+   * the caller its auth read included: a socket's auth read it when the socket opened, and the
+   * trainer may have changed since (its own subscriber sees its new nickname too).
+   */
   forget(): void {
+    this.viewerIsCurrent = false;
     this.trainers.clearAll();
     this.creatureCounts.clearAll();
     this.creaturePages.clear();

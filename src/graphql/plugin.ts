@@ -8,6 +8,7 @@ import type { Config } from '../config';
 import { methodNotAllowed } from '../http/method-not-allowed';
 import { noStore } from '../http/no-store';
 import { jsonDepth, MAX_JSON_DEPTH } from '../http/json-body';
+import { strictQueryString } from '../http/query-string';
 import { AppError } from '../errors';
 import { graphqlErrorHandler } from './http-errors';
 import { attachRequestAuth } from '../auth/request-auth';
@@ -36,6 +37,15 @@ The in-browser IDE is off on this server (GRAPHQL_SANDBOX=true turns it on; it i
 `;
 
 /**
+ * A GET's parameters, decoded once (strictQueryString: an undecodable escape or a repeated name is
+ * BAD_USER_INPUT): every step after this one, the document policy's checks and Apollo's run
+ * alike, reads this `request.query` and nothing else (see graphQLRequestOf).
+ */
+const decodeQueryString = async (request: FastifyRequest) => {
+  if (request.method === 'GET') request.query = strictQueryString(request.url);
+};
+
+/**
  * With the IDE off, a GET /graphql that carries no document (a browser, say) gets a line of
  * explanation instead of Apollo's CSRF refusal.
  */
@@ -59,19 +69,19 @@ const shallowQueryString = async (request: FastifyRequest) => {
 
 /**
  * The request as Apollo takes it (what @as-integrations/fastify's handler builds), except that a
- * GET naming a trusted document by id passes on the query string the document policy's gate
- * rewrote to its text: Apollo reads a GET's parameters from the search string, not from
- * `request.query`.
+ * GET's search string is written again from `request.query`: Apollo reads a GET's parameters from
+ * the search string, and so runs exactly the text the document policy checked (decoded once by
+ * decodeQueryString; a trusted document named by id rewritten to its text by the policy's gate).
  */
 function graphQLRequestOf(request: FastifyRequest): HTTPGraphQLRequest {
   const headers = new HeaderMap();
   for (const [name, value] of Object.entries(request.headers)) {
     if (value) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
   }
-  const rewritten = request.method === 'GET' && request.trustedDocument !== null;
-  const search = rewritten
-    ? `?${new URLSearchParams(request.query as Record<string, string>).toString()}`
-    : new URL(request.url, `${request.protocol}://${request.hostname}/`).search;
+  const search =
+    request.method === 'GET'
+      ? `?${new URLSearchParams(request.query as Record<string, string>).toString()}`
+      : new URL(request.url, `${request.protocol}://${request.hostname}/`).search;
   return { body: request.body, method: request.method.toUpperCase(), headers, search };
 }
 
@@ -164,6 +174,7 @@ export async function registerGraphQL(
   // GraphQL's shape, and the database gate applies.
   await app.register(async (scope) => {
     scope.setErrorHandler(graphqlErrorHandler);
+    scope.addHook('onRequest', decodeQueryString);
     if (config.sandbox) scope.addHook('onSend', landingPageCsp);
     else scope.addHook('onRequest', withoutIde);
     scope.addHook('onRequest', shallowQueryString);

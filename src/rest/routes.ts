@@ -6,6 +6,7 @@ import { CreateCreatureInput, UpdateCreatureInput } from '../creatures/creature.
 import type { Services } from '../services';
 import type { Trainer } from '../trainers/trainer.entity';
 import { RegisterTrainerInput, UpdateTrainerInput } from '../trainers/trainer.inputs';
+import { CONDITION_NAMES, conditionsOf, isNoCondition } from '../trainers/trainer-filter';
 import { presentCreature, presentTrainer, presentTrainerPage } from './present';
 import { AppError } from '../errors';
 import {
@@ -211,6 +212,12 @@ export async function restRoutes(
     '/trainer',
     {
       onRequest: authenticateToken,
+      // An empty search value (`?nickname=`, an empty search box) is no condition (isNoCondition),
+      // as if left out: gone before the schema checks the values given.
+      preValidation: async (request) => {
+        const query = request.query as Record<string, unknown>;
+        for (const name of CONDITION_NAMES) if (isNoCondition(query[name])) delete query[name];
+      },
       attachValidation: true,
       schema: {
         tags: ['trainers'],
@@ -230,14 +237,17 @@ export async function restRoutes(
     async (request, reply) => {
       if (request.validationError) return refuseInvalidInput(request, request.validationError);
       const { limit, offset, after, nickname, nicknameContains, team } = request.query;
-      const filter = { nickname, nicknameContains, team };
+      const filter = conditionsOf({ nickname, nicknameContains, team });
       const page = await request.auth.alongside(async (viewerId) =>
         presentTrainerPage(await services.trainers.pageWithCount(limit, offset, { after, filter }), limit, offset, viewerId),
       );
       if (page.nextCursor !== null) {
         // A cursor is URL-safe already (base64url and a dot); filter values are encoded.
         let next = `limit=${limit}&after=${page.nextCursor}`;
-        for (const [key, value] of Object.entries(filter)) if (value !== undefined) next += `&${key}=${encodeURIComponent(value)}`;
+        for (const name of CONDITION_NAMES) {
+          const value = filter[name];
+          if (value !== undefined) next += `&${name}=${encodeURIComponent(value)}`;
+        }
         reply.header('link', `</trainer?${next}>; rel="next"`);
       }
       return page;

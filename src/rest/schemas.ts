@@ -136,16 +136,16 @@ export const trainerListQuery = {
     },
     nickname: {
       type: 'string',
-      description: 'Exactly this nickname, compared case-insensitively; one outside the nickname rules matches nobody',
+      description: 'Exactly this nickname, compared case-insensitively; one outside the nickname rules matches nobody; empty: no condition',
     },
     nicknameContains: {
       type: 'string',
       pattern: NICKNAME_PART_PATTERN,
       minLength: 2,
       maxLength: 32,
-      description: `Nicknames containing this text, case-insensitively: ${NICKNAME_PART_RULE}`,
+      description: `Nicknames containing this text, case-insensitively: ${NICKNAME_PART_RULE}; empty: no condition`,
     },
-    team,
+    team: { ...team, description: 'One team; empty: no condition' },
   },
   additionalProperties: false,
 } as const;

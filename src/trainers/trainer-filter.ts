@@ -1,4 +1,4 @@
-import { IsEnum, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { IsEnum, IsOptional, IsString, Matches, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 import { ArgsType, Field, InputType } from 'type-graphql';
 import { PageArgs } from '../common/args';
 import { Team } from './team';
@@ -15,15 +15,24 @@ export interface TrainerConditions {
   readonly team?: Team;
 }
 
+/** The search conditions, by name (GraphQL's TrainerFilter fields, GET /trainer's query parameters). */
+export const CONDITION_NAMES = ['nickname', 'nicknameContains', 'team'] as const;
+
 /**
- * The conditions a GraphQL filter states: a condition given as null (`{ team: null }`, sent by
- * clients that write every key of a form) is no condition, as when it is left out.
+ * Whether a condition's value states no condition: left out, null (`{ team: null }`, sent by
+ * clients that write every key of a form), or empty (an empty search box, `?nickname=`).
  */
-export function conditionsOf(filter: TrainerFilter | null | undefined): TrainerConditions {
+export const isNoCondition = (value: unknown): value is undefined | null | '' => value === undefined || value === null || value === '';
+
+/** The conditions a GraphQL filter or GET /trainer's query parameters state (see isNoCondition). */
+export function conditionsOf(
+  filter: { readonly [K in keyof TrainerConditions]?: TrainerConditions[K] | null | '' } | null | undefined,
+): TrainerConditions {
   const conditions: { -readonly [K in keyof TrainerConditions]: TrainerConditions[K] } = {};
-  if (filter?.nickname != null) conditions.nickname = filter.nickname;
-  if (filter?.nicknameContains != null) conditions.nicknameContains = filter.nicknameContains;
-  if (filter?.team != null) conditions.team = filter.team;
+  const { nickname, nicknameContains, team } = filter ?? {};
+  if (!isNoCondition(nickname)) conditions.nickname = nickname;
+  if (!isNoCondition(nicknameContains)) conditions.nicknameContains = nicknameContains;
+  if (!isNoCondition(team)) conditions.team = team;
   return conditions;
 }
 
@@ -31,14 +40,18 @@ export function conditionsOf(filter: TrainerFilter | null | undefined): TrainerC
 export class TrainerFilter {
   @Field(() => String, {
     nullable: true,
-    description: 'Exactly this nickname, compared case-insensitively; one outside the nickname rules matches nobody.',
+    description:
+      'Exactly this nickname, compared case-insensitively; one outside the nickname rules matches nobody; empty (like null) is no condition.',
   })
   @IsOptional()
   @IsString()
   nickname?: string | null;
 
-  @Field(() => String, { nullable: true, description: 'Nicknames containing this text, compared case-insensitively; 2..32 characters.' })
-  @IsOptional()
+  @Field(() => String, {
+    nullable: true,
+    description: 'Nicknames containing this text, compared case-insensitively; 2..32 characters; empty (like null) is no condition.',
+  })
+  @ValidateIf((filter: TrainerFilter) => !isNoCondition(filter.nicknameContains))
   @Matches(new RegExp(NICKNAME_PART_PATTERN), { message: NICKNAME_PART_RULE })
   nicknameContains?: string | null;
 

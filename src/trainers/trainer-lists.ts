@@ -22,9 +22,17 @@ export interface ListChange {
 /** The first ids of one list (every team's, or one team's), in order. */
 interface Prefix {
   readonly ids: number[];
+  /** When the ids were read, on TrainerLists' clock. */
   readonly readAt: number;
   /** The list has no more trainers than `ids` (it was read to its end). */
   readonly complete: boolean;
+}
+
+/** A page by offset as the kept ids place it (TrainerLists.pageIds). */
+export interface KeptPage {
+  readonly ids: number[];
+  readonly before: number;
+  readonly beyond: number;
 }
 
 /** The rows of one page: its list and the first and last id it holds. */
@@ -92,7 +100,11 @@ export class TrainerLists {
   constructor(
     private readonly queries: TrainerQueries,
     maxOffset: number,
-    private readonly now: () => number = Date.now,
+    /**
+     * Milliseconds on a clock that only goes forward (performance.now): a step of the wall clock
+     * back would keep stale ids for as long as the step, one forward would drop fresh ones.
+     */
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.span = Math.min(maxOffset, SPAN);
     this.depth = this.span + MAX_LIMIT + 1;
@@ -100,13 +112,16 @@ export class TrainerLists {
 
   /**
    * The ids of up to `limit` trainers of `team` (every team when undefined) after skipping
-   * `offset` of them, in id order; undefined when the page lies deeper than the kept ids (then
-   * the caller walks the index).
+   * `offset` of them, in id order, and where the page starts when they are read again from the
+   * table: after the trainer `before` (the kept id just before the page, 0 when none), skipping
+   * `beyond` more (the page lies that far past the end of a list read to its end). Undefined when
+   * the page lies deeper than the kept ids (then the caller walks the index).
    */
-  async pageIds(team: Team | undefined, offset: number, limit: number): Promise<number[] | undefined> {
+  async pageIds(team: Team | undefined, offset: number, limit: number): Promise<KeptPage | undefined> {
     if (offset + limit > this.depth) return undefined;
-    const prefix = await this.prefixOf(team, offset + limit);
-    return prefix.ids.slice(offset, offset + limit);
+    const { ids } = await this.prefixOf(team, offset + limit);
+    const start = Math.min(offset, ids.length);
+    return { ids: ids.slice(offset, offset + limit), before: start > 0 ? ids[start - 1] : 0, beyond: offset - start };
   }
 
   /**

@@ -262,6 +262,12 @@ export class TrainerService {
    * A page by offset of every trainer or of a team's, from the ids TrainerLists keeps and the rows
    * by id (merged with every trainer read of the turn); undefined for a page it leaves to a walk of
    * the index (the first page, a cursor, a nickname condition, or deeper than the ids kept).
+   *
+   * The kept ids may be up to a second older than a plain-SQL write. A trainer that left since
+   * then is missing from the rows, and one added after the last kept id is not among them: when
+   * the rows fall short of `limit`, the page reads on from its last row by a walk of the index, so
+   * it is never short while trainers follow, and whether one more follows (`limit` counts it) is
+   * what the table holds now.
    */
   private async listPage(
     filter: TrainerConditions,
@@ -273,14 +279,20 @@ export class TrainerService {
   ): Promise<Trainer[] | undefined> {
     // The first page reads the table itself (one short walk): it shows rows written by plain SQL at once.
     if (offset === 0 || afterId !== 0 || filter.nickname !== undefined || filter.nicknameContains !== undefined) return undefined;
-    const ids = await this.lists.pageIds(filter.team, offset, limit);
-    if (ids === undefined) return undefined;
-    if (ids.length === 0) return [];
-    if (fields) {
+    const kept = await this.lists.pageIds(filter.team, offset, limit);
+    if (kept === undefined) return undefined;
+    const { ids } = kept;
+    let rows: Trainer[] = [];
+    if (ids.length > 0 && fields) {
       const found = await this.queries.someFieldsByIds(ids, withCounts, fields, { mayLag: true });
-      return ids.map((id) => found.get(id)).filter((trainer) => trainer !== undefined);
-    }
-    return this.lists.rows(filter.team, ids, withCounts);
+      rows = ids.map((id) => found.get(id)).filter((trainer) => trainer !== undefined);
+    } else if (ids.length > 0) rows = await this.lists.rows(filter.team, ids, withCounts);
+    if (rows.length >= limit) return rows;
+    const from = rows.length > 0 ? rows[rows.length - 1].id : kept.before;
+    const more = await this.queries.page(filter, from, rows.length > 0 ? 0 : kept.beyond, limit - rows.length, withCounts, fields, {
+      mayLag: true,
+    });
+    return rows.concat(more);
   }
 
   /**

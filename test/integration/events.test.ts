@@ -101,6 +101,35 @@ describe.each(databases)('creature events on %s', (kind) => {
     expect(w.events.map((e) => (e.creature.trainer as { creaturesOwned?: number }).creaturesOwned)).toEqual([1, 2]);
   });
 
+  it('shows the trainer as it is now, also to its own subscriber after it renamed itself and changed team', async () => {
+    const owner = await createTrainer(t.app);
+    const watcher = await createTrainer(t.app);
+    const query =
+      'subscription($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { kind creature { name trainer { id nickname team } } } }';
+    const own = await started(watch(origin, owner.token, String(owner.trainer.id), query));
+    const other = await started(watch(origin, watcher.token, String(owner.trainer.id), query));
+    const nickname = `${owner.trainer.nickname}_2`;
+    const patched = await t.app.inject({
+      method: 'PATCH',
+      url: `/trainer/${owner.trainer.id}`,
+      headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/merge-patch+json' },
+      payload: JSON.stringify({ nickname, team: 'INSTINCT' }),
+    });
+    expect(patched.statusCode).toBe(200);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/trainer/${owner.trainer.id}/creature`,
+      headers: { authorization: `Bearer ${owner.token}` },
+      payload: { name: 'AfterRename', speciesId: 1 },
+    });
+    expect(res.statusCode).toBe(201);
+    await until(() => own.events.length >= 1 && other.events.length >= 1, 'the event on both sockets');
+    const now = { id: String(owner.trainer.id), nickname, team: 'INSTINCT' };
+    for (const w of [own, other]) {
+      expect(w.events.map((e) => [e.kind, e.creature.name, e.creature.trainer])).toEqual([['CREATED', 'AfterRename', now]]);
+    }
+  });
+
   it('sends nothing of other trainers, and nothing of refused writes', async () => {
     const other = await createTrainer(t.app);
     const w = await started(watch(origin, me.token, String(other.trainer.id)));
@@ -157,6 +186,54 @@ describe.each(databases)('creature events on %s', (kind) => {
     const malformed = await started(watch(origin, me.token, 'abc'));
     await until(() => malformed.errors.length > 0, 'an error');
     expect(malformed.errors[0].extensions?.code).toBe('BAD_USER_INPUT');
+  });
+
+  it('refuses a wrong-typed variable with the same message as HTTP, graphql-js’s reason included', async () => {
+    const id = String(me.trainer.id);
+    const pairs = [
+      [
+        'subscription($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { kind } }',
+        'query($trainerId: ID!) { trainer(id: $trainerId) { id } }',
+      ],
+      [
+        'subscription($trainerId: ID!, $n: Int!) { creatureEvents(trainerId: $trainerId) { creature { trainer { creatures(limit: $n) { id } } } } }',
+        'query($trainerId: ID!, $n: Int!) { trainer(id: $trainerId) { creatures(limit: $n) { id } } }',
+      ],
+    ] as const;
+    const cases = [
+      [pairs[0], { trainerId: true }],
+      [pairs[0], { trainerId: 1.5 }],
+      [pairs[0], { trainerId: { id: 'x' } }],
+      [pairs[0], { trainerId: ['1'] }],
+      [pairs[0], {}],
+      [pairs[1], { trainerId: id, n: 'ten' }],
+      [pairs[1], { trainerId: id, n: 2 ** 40 }],
+      [pairs[1], { trainerId: id, n: null }],
+    ] as const;
+    for (const [[subscription, query], variables] of cases) {
+      const overHttp = await gql(t.app, query, variables, me.token);
+      expect(overHttp.status).toBe(400);
+      const client = createClient({
+        url: `${origin.replace('http', 'ws')}/graphql`,
+        webSocketImpl: WebSocket,
+        connectionParams: { authorization: `Bearer ${me.token}` },
+        retryAttempts: 0,
+      });
+      open.push(client);
+      const overWs = await new Promise<unknown>((resolve) => {
+        client.subscribe(
+          { query: subscription, variables },
+          { next: () => undefined, error: (error) => resolve(error), complete: () => resolve('completed') },
+        );
+      });
+      // The documents differ (a subscription, a query): their locations too.
+      const unlocated = (errors: unknown) => (errors as { locations?: unknown }[]).map(({ locations: _at, ...rest }) => rest);
+      expect([variables, unlocated(overWs)]).toEqual([variables, unlocated(overHttp.errors)]);
+      // The reason is there: what the type takes, not only that the value was refused.
+      expect(overHttp.errors![0].message).toMatch(
+        /^Variable "\$(trainerId|n)" (got invalid value; \w+ cannot represent|of (required|non-null) type)/,
+      );
+    }
   });
 
   it('takes only subscriptions over WebSocket, within the depth limit', async () => {

@@ -185,6 +185,45 @@ describe.each(databases)('null for what may be left out, on %s', (kind) => {
     expect(valor.data).toMatchObject({ trainers: { totalCount: 0, items: [] } });
   });
 
+  it('takes an empty search value as no condition, in the query string of GET /trainer and in the filter', async () => {
+    const rest = async (search: string) => {
+      const response = await t.app.inject({
+        method: 'GET',
+        url: `/trainer?limit=1${search}`,
+        headers: { authorization: `Bearer ${me.token}` },
+      });
+      return { status: response.statusCode, link: response.headers.link, body: response.json<unknown>() };
+    };
+    // More than one trainer, so that the page has a next one (and a Link header).
+    await createTrainer(t.app, { team: 'VALOR' as never });
+    const all = await rest('');
+    expect(all.status).toBe(200);
+    expect(all.link).toEqual(expect.any(String));
+    for (const search of ['&nickname=', '&nicknameContains=', '&team=', '&nickname=&nicknameContains=&team=']) {
+      expect([search, await rest(search)]).toEqual([search, all]);
+    }
+    const valor = await rest('&team=VALOR');
+    expect(valor.status).toBe(200);
+    for (const search of ['&team=VALOR&nickname=', '&nicknameContains=&team=VALOR'])
+      expect([search, await rest(search)]).toEqual([search, valor]);
+
+    const query = 'query($filter: TrainerFilter) { trainers(limit: 1, filter: $filter) { totalCount nextCursor items { id } } }';
+    const first = await gql(t.app, query, {}, me.token);
+    expect(first.errors).toBeUndefined();
+    for (const filter of [{ nickname: '' }, { nicknameContains: '' }, { nickname: '', nicknameContains: '' }]) {
+      expect([filter, await gql(t.app, query, { filter }, me.token)]).toEqual([filter, first]);
+    }
+    const literal = await gql(
+      t.app,
+      '{ trainers(limit: 1, filter: { nickname: "", nicknameContains: "" }) { totalCount nextCursor items { id } } }',
+      undefined,
+      me.token,
+    );
+    expect(literal).toEqual(first);
+    const valorByGraphQL = await gql(t.app, query, { filter: { team: 'VALOR' } }, me.token);
+    expect(await gql(t.app, query, { filter: { team: 'VALOR', nickname: '' } }, me.token)).toEqual(valorByGraphQL);
+  });
+
   it('refuses null in any JSON body field of a REST route with 400 BAD_USER_INPUT, never 500', async () => {
     const openapi = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json<{
       paths: Record<string, Record<string, { requestBody?: { content?: Record<string, { schema?: { properties?: Args } }> } }>>;

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
 import { databases, listen, startTestApp, startTestInstances, TEST_JWT_SECRET, type TestApp } from '../helpers/app';
-import { createCreature, createTrainer, signIn, type TrainerFixture } from '../helpers/factories';
+import { createCreature, createTrainer, signIn, TEST_PASSWORD, type TrainerFixture } from '../helpers/factories';
 import { redisReachable, REDIS_TEST_URL } from '../helpers/redis';
 import { EVENTS, until } from '../helpers/events';
 import { WS_LIMITS } from '../../src/graphql/subscriptions';
@@ -298,5 +298,35 @@ describe('session endings across two instances sharing a database and Redis', ()
     const loggedOut = Date.now();
     expect(await s.closed).toBe(4401);
     expect(Date.now() - loggedOut).toBeLessThan(1000);
+  });
+
+  it(`closes the socket on instance B of the oldest session with 4401 within a second of the ${MAX_SESSIONS_PER_TRAINER + 1}st login on instance A, and leaves the newer ones open`, async () => {
+    if (!reachable) return;
+    const [a] = instances!.apps as [FastifyInstance, FastifyInstance];
+    // createTrainer opens the trainer's first session.
+    const owner = await createTrainer(a);
+    const next = await signIn(a, owner.trainer.id);
+    const oldest = await openSocket(originB, owner.token);
+    const newer = await openSocket(originB, next.token);
+    try {
+      for (let i = 0; i < MAX_SESSIONS_PER_TRAINER - 2; i += 1) await signIn(a, owner.trainer.id);
+      await sleep(200);
+      expect([oldest.socket.readyState, newer.socket.readyState]).toEqual([WebSocket.OPEN, WebSocket.OPEN]);
+      // A login as a client makes it, through the API.
+      const login = await a.inject({
+        method: 'POST',
+        url: '/trainer/authenticate',
+        payload: { email: owner.email, password: TEST_PASSWORD },
+      });
+      expect(login.statusCode).toBe(200);
+      const loggedIn = Date.now();
+      expect(await oldest.closed).toBe(4401);
+      expect(Date.now() - loggedIn).toBeLessThan(1000);
+      await sleep(200);
+      expect(newer.socket.readyState).toBe(WebSocket.OPEN);
+    } finally {
+      oldest.socket.terminate();
+      newer.socket.terminate();
+    }
   });
 });
