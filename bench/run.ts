@@ -4,7 +4,7 @@
 // bench/results/<timestamp>.json and .md, and an SVG chart. `--quick` is a few-second SQLite
 // smoke run. See README.md, "Performance".
 import autocannon, { type Request as AutocannonRequest, type Result } from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -54,6 +54,9 @@ const { values: args } = parseArgs({
     'cpu-prof': { type: 'string' },
     subscribers: { type: 'string' },
     rate: { type: 'string' },
+    // The Node binary that runs the service's instances (default: the one running the bench, which
+    // also runs the baseline and the load): two Node versions compared against one baseline.
+    'service-node': { type: 'string' },
   },
 });
 
@@ -106,8 +109,18 @@ async function databaseUrl(): Promise<{ url: string; seeded: boolean }> {
   return { url, seeded: false };
 }
 
-function start(command: string[], env: Record<string, string>, name: string): ChildProcess {
-  const child = spawn(process.execPath, command, {
+const serviceNode = args['service-node'] ?? process.execPath;
+
+/** The machine, and the Node versions of the bench (baseline, load) and of the service. */
+function describeMachine(): string {
+  const service = execFileSync(serviceNode, ['--version'], { encoding: 'utf8' }).trim();
+  const node = service === process.version ? `Node ${process.version}` : `Node ${process.version}, the service on Node ${service}`;
+  return `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${node}`;
+}
+
+/** A process of the service (or, with `node`, another program), logging its stderr. */
+function start(command: string[], env: Record<string, string>, name: string, node = serviceNode): ChildProcess {
+  const child = spawn(node, command, {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -331,6 +344,7 @@ async function startServers(url: string, trusted: boolean): Promise<Servers> {
       ['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'],
       { PORT: String(baselinePort), DATABASE_URL: url, JWT_SECRET },
       'baseline',
+      process.execPath,
     ),
     serviceBase: `http://127.0.0.1:${servicePort}`,
     baselineBase: `http://127.0.0.1:${baselinePort}`,
@@ -667,7 +681,7 @@ async function abuseSection(servers: Servers): Promise<void> {
   });
   const when = new Date().toISOString();
   const stamp = `${when.replace(/[:.]/g, '-')}-abuse`;
-  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  const machine = describeMachine();
   const table = renderAbuse(rows);
   writeFileSync(
     join(options.out, `${stamp}.json`),
@@ -720,7 +734,7 @@ async function eventsSection(url: string): Promise<void> {
     });
     const when = new Date().toISOString();
     const stamp = `${when.replace(/[:.]/g, '-')}-events`;
-    const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+    const machine = describeMachine();
     const table = renderEvents(report);
     writeFileSync(join(options.out, `${stamp}.json`), `${JSON.stringify({ when, machine, report }, null, 2)}\n`);
     writeFileSync(join(options.out, `${stamp}.md`), `# Live events, ${when}\n\n${machine}\n\n${table}\n`);
@@ -750,7 +764,7 @@ async function scaleSection(): Promise<void> {
   });
   const when = new Date().toISOString();
   const stamp = `${when.replace(/[:.]/g, '-')}-scale`;
-  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  const machine = describeMachine();
   const table = `${renderScale(rows)}\n\n${note}`;
   writeFileSync(
     join(options.out, `${stamp}.json`),
@@ -793,7 +807,7 @@ async function main(): Promise<void> {
     writeReport({
       when: new Date().toISOString(),
       mode: quick ? 'quick (SQLite)' : 'full (MySQL)',
-      machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+      machine: describeMachine(),
       options: { ...options, out: undefined, nodeFlags: servers.nodeFlags },
       seedSeconds,
       results,

@@ -6,6 +6,7 @@ import type { DatabaseConfig } from '../config';
 import { Creature } from '../creatures/creature.entity';
 import { Trainer } from '../trainers/trainer.entity';
 import { migrations } from './migrations/index';
+import { sqliteAddonProblem } from './sqlite-addon';
 
 const entities = [Trainer, Creature];
 
@@ -41,6 +42,8 @@ function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): D
     logger: appLogger(extras),
   } as const;
   if (db.type === 'sqlite') {
+    const problem = sqliteAddonProblem();
+    if (problem) throw new Error(problem);
     if (db.path !== ':memory:') createPrivately(db.path);
     return {
       ...common,

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { DocumentNode } from 'graphql';
@@ -17,31 +17,13 @@ export interface Generated {
 const ROOT = resolve(__dirname, '..', '..');
 
 /**
- * Runs graphql-codegen's CLI with the client preset and `persistedDocuments: true` over the
- * fixture documents, into a new temporary folder, as a frontend's build would.
+ * Runs graphql-codegen's client preset with `persistedDocuments: true` over the fixture
+ * documents (test/helpers/codegen.mjs), into a new temporary folder, as a frontend's build would.
  */
 export function generateTrustedDocuments(): Generated {
   const folder = mkdtempSync(join(tmpdir(), 'registry-codegen-'));
   const out = join(folder, 'gql');
-  // As docs/api.md tells a frontend team: the client preset, persisted documents, and __typename
-  // added to every selection (Apollo Client's cache asks for it; the manifest must hold it too).
-  const config = `const { addTypenameSelectionDocumentTransform } = require(${JSON.stringify(require.resolve('@graphql-codegen/client-preset'))});
-module.exports = {
-  schema: ${JSON.stringify(join(ROOT, 'schema.graphql'))},
-  documents: [${JSON.stringify(join(ROOT, 'test', 'fixtures', 'trusted-documents', '*.graphql'))}],
-  generates: {
-    ${JSON.stringify(`${out}/`)}: {
-      preset: 'client',
-      presetConfig: { persistedDocuments: true, fragmentMasking: false },
-      documentTransforms: [addTypenameSelectionDocumentTransform],
-    },
-  },
-  silent: true,
-};
-`;
-  const configFile = join(folder, 'codegen.js');
-  writeFileSync(configFile, config);
-  execFileSync(join(ROOT, 'node_modules', '.bin', 'graphql-codegen'), ['--config', configFile], { cwd: ROOT, stdio: 'pipe' });
+  execFileSync(process.execPath, [join(__dirname, 'codegen.mjs'), out], { cwd: ROOT, stdio: 'pipe' });
   const manifestFile = join(out, 'persisted-documents.json');
   const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as Record<string, string>;
   // The generated module's documents are JSON literals: read as the bundler would inline them.
