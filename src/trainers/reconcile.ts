@@ -55,15 +55,20 @@ async function reconcile(queries: ReconcileQueries, log: ReconcileLog, chunk = T
   return { trainers, countsChanged, buckets };
 }
 
+export interface ReconcileOptions {
+  /** Trainers per transaction (TRAINERS_PER_CHUNK). */
+  readonly chunk?: number;
+  /** The statements it runs (tests pass a subclass that writes between two of them). */
+  readonly queries?: (sql: Sql) => ReconcileQueries;
+}
+
 /** reconcile on a connection of its own to `database` (`npm run reconcile`, and the benchmark's import). */
-export async function reconcileDatabase(database: DatabaseConfig, log: ReconcileLog): Promise<Reconciled> {
+export async function reconcileDatabase(database: DatabaseConfig, log: ReconcileLog, options: ReconcileOptions = {}): Promise<Reconciled> {
   const dataSource = createDataSource(database);
   await dataSource.initialize();
   try {
-    return await reconcile(
-      new ReconcileQueries(new Sql(dataSource, { timeoutMs: STATEMENT_TIMEOUT_MS, slowMs: STATEMENT_TIMEOUT_MS })),
-      log,
-    );
+    const sql = new Sql(dataSource, { timeoutMs: STATEMENT_TIMEOUT_MS, slowMs: STATEMENT_TIMEOUT_MS });
+    return await reconcile((options.queries ?? ((s) => new ReconcileQueries(s)))(sql), log, options.chunk);
   } finally {
     await dataSource.destroy();
   }
