@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { createDataSource } from '../../src/db/data-source';
 import { databases, runReconcile, startTestApp, type TestApp } from '../helpers/app';
@@ -21,6 +23,19 @@ function value<T>(result: Outcome<T>): T {
 }
 
 const COUNT_BUCKET = 65536;
+const root = join(__dirname, '..', '..');
+
+/** `npm run reconcile` in a process of its own (through ts-node, so no build is needed): its exit code and output. */
+function reconcileProcess(databaseUrl: string): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/reconcile.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl },
+  });
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, output })));
+}
 const TEAMS = [Team.MYSTIC, Team.VALOR, Team.INSTINCT];
 
 /** Where the trainer table's next id will be, set by plain SQL (the auto-increment counter). */
@@ -243,6 +258,8 @@ describe.each(databases)('npm run reconcile while instances serve, on %s', (kind
       process.stdout.write(`${kind}: ${rounds.length} rounds, ${registered.length} registered, conflicts ${JSON.stringify(conflicts)}\n`);
     expect(rounds.filter((r) => typeof r === 'string')).toEqual([]);
     expect(failures).toEqual([]);
+    // Not even a conflict that a retry got past: reconcile's transactions and the writes take their locks in one order.
+    expect(conflicts).toEqual({ app: { retried: 0, gaveUp: 0 }, reconcile: { retried: 0, gaveUp: 0 } });
     expect(registered.length).toBeGreaterThanOrEqual(60);
 
     expect(await drift(t)).toEqual({ suffixes: [], counts: [], owned: 0 });
@@ -251,6 +268,56 @@ describe.each(databases)('npm run reconcile while instances serve, on %s', (kind
     for (const { id, nickname } of registered) {
       const found = value(await rest.listTrainers(me.token, { limit: 5, filter: { nicknameContains: nickname.slice(3) } }));
       expect([nickname, found.items.map((item) => item.id)]).toEqual([nickname, [id]]);
+    }
+  });
+  it('runs in a process of its own beside a stream of registrations (SQLite: another connection to the file): none fails, and everything is exact after', async () => {
+    await importTrainers(t, unique('proc').toLowerCase(), 3000);
+    const failures: string[] = [];
+    const registered: { id: number; nickname: string }[] = [];
+    let running = true;
+    const registering = async (lane: number) => {
+      for (let i = 0; running; i += 1) {
+        const nickname = unique(`Pro${lane}`);
+        try {
+          const id = await t.app.services.trainers.insertHashed({
+            nickname,
+            nicknameKey: nickname.toLowerCase(),
+            firstName: 'P',
+            lastName: 'R',
+            email: `${nickname.toLowerCase()}@example.test`,
+            passwordHash: 'x',
+            team: TEAMS[i % 3],
+            createdAt: new Date(),
+          });
+          registered.push({ id, nickname });
+        } catch (error) {
+          failures.push(`insert: ${error instanceof AppError ? error.code : String(error)}`);
+        }
+        // SQLite answers without I/O: the loop gives the event loop a turn (the child's exit is an event).
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+    const before = { ...t.app.services.lockConflicts };
+    const load = Promise.all([registering(1), registering(2), registering(3)]);
+    const runs: { code: number | null; output: string }[] = [];
+    try {
+      for (let run = 0; run < 2; run += 1)
+        runs.push(await reconcileProcess(t.config.database.type === 'sqlite' ? `sqlite:${t.config.database.path}` : t.config.database.url));
+    } finally {
+      running = false;
+      await load;
+    }
+    const retried = t.app.services.lockConflicts.retried - before.retried;
+    if (process.env.RECONCILE_STRESS_REPORT)
+      process.stdout.write(`${kind} process: ${registered.length} registered, app retried ${retried}\n`);
+    expect(runs.filter((r) => r.code !== 0)).toEqual([]);
+    expect(failures).toEqual([]);
+    expect([retried, t.app.services.lockConflicts.gaveUp - before.gaveUp]).toEqual([0, 0]);
+    expect(registered.length).toBeGreaterThan(0);
+    expect(await drift(t)).toEqual({ suffixes: [], counts: [], owned: 0 });
+    for (const { id, nickname } of registered.slice(-20)) {
+      const found = value(await restDriver(t.app).listTrainers(me.token, { limit: 5, filter: { nicknameContains: nickname.slice(3) } }));
+      expect(found.items.map((item) => item.id)).toEqual([id]);
     }
   });
 });
