@@ -211,7 +211,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
     app.setNotFoundHandler(problemNotFoundHandler);
-    registerObservability(app, dataSource, { statements, runs, documents, replicas }, config.metricsToken, services.hasher);
+    registerObservability(
+      app,
+      dataSource,
+      { statements, runs, documents, replicas, lockConflicts: services.lockConflicts },
+      config.metricsToken,
+      services.hasher,
+    );
     registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,

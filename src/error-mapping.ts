@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyError } from 'fastify';
-import { isDatabaseUnavailable } from './db/errors';
+import { isDatabaseUnavailable, isLockConflict, lockConflictAsAppError } from './db/errors';
 import { AppError } from './errors';
 
 /*
@@ -10,6 +10,8 @@ import { AppError } from './errors';
 /** Turns anything thrown (body parsing, routing, services, resolvers) into a catalogue error. */
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
+  // Sql tries such statements again and then throws an AppError; this is for anything else that meets one.
+  if (isLockConflict(error)) return lockConflictAsAppError(error);
   if (isDatabaseUnavailable(error)) {
     return new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; try again shortly');
   }
@@ -48,6 +50,6 @@ export function logIfUnexpected(log: FastifyBaseLogger, error: unknown, appError
   else if (appError.code === 'SERVICE_UNAVAILABLE') {
     // Mapped where the statement failed (db/sql.ts): the driver's own error is its cause.
     const cause = error instanceof AppError && error.cause !== undefined ? error.cause : error;
-    log.error({ err: cause }, 'database unavailable');
+    log.error({ err: cause }, isLockConflict(cause) ? 'database busy: lock conflicts outlasted every try' : 'database unavailable');
   }
 }

@@ -10,7 +10,7 @@ import { PasswordHasher } from './auth/password';
 import { RefusalDelay } from './auth/refusal-delay';
 import { CreatureQueries } from './creatures/creature.queries';
 import { QUERY_TIMEOUT_MS } from './db/data-source';
-import { Sql } from './db/sql';
+import { Sql, type LockConflicts } from './db/sql';
 import { TrainerQueries } from './trainers/trainer.queries';
 import { TrainerLists } from './trainers/trainer-lists';
 import { CursorCodec } from './common/cursor';
@@ -37,6 +37,8 @@ export interface Services {
   /** Creature events for subscriptions (published after each committed write). */
   readonly events: CreatureEventBus;
   readonly hasher: PasswordHasher;
+  /** Lock conflicts the statements met (see Sql's `retried`): for GET /metrics. */
+  readonly lockConflicts: Readonly<LockConflicts>;
 }
 
 /**
@@ -88,5 +90,5 @@ export function createServices(
   );
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
   const accounts = new AccountService(trainerQueries, lists, hasher, throttle, sessionEndings, events);
-  return { trainers, lists, creatures, auth, accounts, sessions, sessionEndings, events, hasher };
+  return { trainers, lists, creatures, auth, accounts, sessions, sessionEndings, events, hasher, lockConflicts: sql.conflicts };
 }

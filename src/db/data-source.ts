@@ -17,6 +17,9 @@ export interface DataSourceExtras {
   readonly warn?: (details: object, message: string) => void;
 }
 
+/** SQLite: how long a statement waits for another connection's lock before SQLITE_BUSY (see dataSourceOptions). */
+const SQLITE_BUSY_TIMEOUT_MS = 250;
+
 /** Statements of the API taking longer than this are cut off (Sql passes it to mysql2 with each one). */
 export const QUERY_TIMEOUT_MS = 5000;
 
@@ -51,8 +54,11 @@ function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): D
       database: db.path,
       // WAL lets readers run while a write is in progress; foreign keys are on by TypeORM's default.
       enableWAL: db.path !== ':memory:',
-      // Wait for a lock instead of failing at once with SQLITE_BUSY.
-      timeout: 5000,
+      // How long a statement waits, inside SQLite, for a lock another connection holds (another
+      // process on the same file: `npm run reconcile`, `npm run migrate`), before SQLITE_BUSY.
+      // better-sqlite3 waits on the event loop's thread, so the wait is short; Sql then tries
+      // again after a backoff, off the event loop (see Sql's `retried`).
+      timeout: SQLITE_BUSY_TIMEOUT_MS,
     };
   }
   return {

@@ -62,7 +62,6 @@ const UNAVAILABLE_CODES = new Set([
   'PROTOCOL_SEQUENCE_TIMEOUT',
   'ER_CON_COUNT_ERROR',
   'ER_SERVER_SHUTDOWN',
-  'SQLITE_BUSY',
   'SQLITE_CANTOPEN',
 ]);
 
@@ -98,4 +97,28 @@ export function unavailableAsAppError<E>(error: E): E | AppError {
     return unavailable;
   }
   return error;
+}
+
+/**
+ * Codes of a statement or transaction that lost a lock conflict, which the database undid:
+ * MySQL's deadlock (the whole transaction rolled back) and lock wait timeout (the statement;
+ * Sql rolls back the rest), SQLite's SQLITE_BUSY and its extended codes (another connection,
+ * e.g. `npm run reconcile` in another process, holds the database). Running it again is safe.
+ */
+const LOCK_CONFLICT_CODES = new Set(['ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT']);
+
+export function isLockConflict(error: unknown): boolean {
+  const code = driverError(error)?.code;
+  return code !== undefined && (LOCK_CONFLICT_CODES.has(code) || code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_'));
+}
+
+/** Seconds a client is told to wait (Retry-After) when its write lost every try at a lock conflict. */
+const LOCK_CONFLICT_RETRY_AFTER_S = 1;
+
+/** A lock conflict that tries again did not get past: SERVICE_UNAVAILABLE with Retry-After, never a 500. */
+export function lockConflictAsAppError(error: unknown): AppError {
+  const busy = new AppError('SERVICE_UNAVAILABLE', 'The database is busy; try again shortly', undefined, LOCK_CONFLICT_RETRY_AFTER_S);
+  // The driver's error, for the log (logIfUnexpected); clients see only the code and message.
+  busy.cause = error;
+  return busy;
 }

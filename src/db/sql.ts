@@ -1,7 +1,7 @@
 import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2';
 import type { DataSource, QueryResult } from 'typeorm';
 import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
-import { unavailableAsAppError } from './errors';
+import { isLockConflict, lockConflictAsAppError, unavailableAsAppError } from './errors';
 import type { Tracing } from '../telemetry/spans';
 import type { Replicas } from './replicas';
 import { BEGIN_IMMEDIATE, COMMIT, mysqlTransaction, ROLLBACK } from './connection.queries';
@@ -17,6 +17,7 @@ import { isMysql } from './data-source';
  * DataSource's logger, so statement counts and slow-statement warnings cover both paths.
  * A database that is away fails a statement with SERVICE_UNAVAILABLE (unavailableAsAppError),
  * here, where every read and write passes: resolvers and routes need no wrapper of their own.
+ * So is a lock conflict handled here, for every write and transaction (see `retried`).
  */
 
 /** What a write changed. */
@@ -63,7 +64,33 @@ export interface SqlLimits {
   readonly timeoutMs: number;
   /** Statements taking at least this long are reported to the logger as slow (SLOW_QUERY_MS). */
   readonly slowMs: number;
+  /** How a write or transaction that lost a lock conflict is tried again (LOCK_RETRY when left out). */
+  readonly retry?: RetryPolicy;
 }
+
+/**
+ * Tries of a write or transaction that loses lock conflicts: `attempts` in all, the n-th try again
+ * after a wait drawn between half and all of min(capMs, baseMs * 2^(n-1)).
+ */
+export interface RetryPolicy {
+  readonly attempts: number;
+  readonly baseMs: number;
+  readonly capMs: number;
+}
+
+/**
+ * Eight tries over 0.6 to 1.1 s of waits in all: a deadlock is over after one (the other side
+ * has gone on), and the budget outlasts a transaction of `npm run reconcile` that holds SQLite.
+ */
+export const LOCK_RETRY: RetryPolicy = { attempts: 8, baseMs: 10, capMs: 500 };
+
+/** Lock conflicts a Sql met: tries run again, and writes answered SERVICE_UNAVAILABLE after the last. */
+export interface LockConflicts {
+  retried: number;
+  gaveUp: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class Sql {
   /**
@@ -81,6 +108,10 @@ export class Sql {
    */
   readonly isMysql: boolean;
 
+  /** The lock conflicts met so far (GET /metrics, and the stress tests' figures). */
+  readonly conflicts: LockConflicts = { retried: 0, gaveUp: 0 };
+  private readonly retry: RetryPolicy;
+
   /**
    * @param tracing with tracing on: a span per SQLite statement (MySQL's come from the mysql2
    *   instrumentation, telemetry/sdk.ts)
@@ -93,6 +124,7 @@ export class Sql {
     private readonly replicas?: Replicas,
   ) {
     this.isMysql = isMysql(dataSource);
+    this.retry = limits.retry ?? LOCK_RETRY;
   }
 
   /** A DATETIME value as this database stores it: a Date for mysql2 (timezone Z), UTC text for SQLite. */
@@ -110,7 +142,8 @@ export class Sql {
    */
   rows<T>(sql: string, params: readonly unknown[], { prepared = false, mayLag = false } = {}): Promise<T[]> {
     const pool = this.pool();
-    if (!pool) return this.onSqlite(() => this.timed(sql, () => this.dataSource.query<T[]>(sql, [...params])));
+    // A read on MySQL takes no lock (a consistent read); one on SQLite may find the file held.
+    if (!pool) return this.retried(() => this.onSqlite(() => this.timed(sql, () => this.dataSource.query<T[]>(sql, [...params]))));
     const replica = mayLag ? this.replicas?.pick() : undefined;
     if (!replica) return this.onPool<T[]>(pool, sql, params, prepared);
     replica.counted();
@@ -125,14 +158,14 @@ export class Sql {
     return this.replicas !== undefined;
   }
 
-  /** An INSERT, UPDATE or DELETE. */
+  /** An INSERT, UPDATE or DELETE, on its own (autocommit): tried again when it loses a lock conflict (see `retried`). */
   async write(sql: string, params: readonly unknown[]): Promise<WriteResult> {
     const pool = this.pool();
     if (pool) {
-      const header = await this.onPool<ResultSetHeader>(pool, sql, params, false);
+      const header = await this.retried(() => this.onPool<ResultSetHeader>(pool, sql, params, false));
       return { affected: header.affectedRows, insertId: sqlInt(header.insertId) };
     }
-    return this.onSqlite(() => this.sqliteWrite(sql, params));
+    return this.retried(() => this.onSqlite(() => this.sqliteWrite(sql, params)));
   }
 
   /**
@@ -146,16 +179,37 @@ export class Sql {
    * `readCommitted` (MySQL) runs the transaction at READ COMMITTED: its statements lock the rows
    * they change and no gaps between index entries, so a long one (a trainer deleted with its
    * creatures) does not hold back inserts of other trainers' rows that fall next to them.
+   *
+   * A transaction that loses a lock conflict is run again whole (see `retried`).
    */
   async batch(statements: readonly BatchStatement[], { readCommitted = false } = {}): Promise<BatchResult[]> {
     const pool = this.pool();
-    if (!pool) return this.sqliteBatch(statements);
-    // A deadlock rolls the whole transaction back, so it is safe to run again (twice at most).
-    for (let attempt = 1; ; attempt += 1) {
+    if (!pool) return this.retried(() => this.sqliteBatch(statements));
+    return this.retried(() => this.mysqlBatch(pool, statements, readCommitted));
+  }
+
+  /**
+   * Runs `attempt` (one statement, or one transaction from its start) until it does not lose a
+   * lock conflict (isLockConflict: a deadlock or a lock wait that timed out on MySQL, a database
+   * another connection holds on SQLite). The database undid all of it, so it runs again whole,
+   * after a wait that grows with each try and is drawn at random, so that the two sides of a
+   * deadlock do not meet again in step. After the last try: SERVICE_UNAVAILABLE with
+   * Retry-After (lockConflictAsAppError), never an unexpected error.
+   */
+  private async retried<T>(attempt: () => Promise<T>): Promise<T> {
+    const { attempts, baseMs, capMs } = this.retry;
+    for (let tried = 1; ; tried += 1) {
       try {
-        return await this.mysqlBatch(pool, statements, readCommitted);
+        return await attempt();
       } catch (error) {
-        if ((error as { code?: string }).code !== 'ER_LOCK_DEADLOCK' || attempt === 3) throw error;
+        if (!isLockConflict(error)) throw error;
+        if (tried >= attempts) {
+          this.conflicts.gaveUp += 1;
+          throw lockConflictAsAppError(error);
+        }
+        this.conflicts.retried += 1;
+        const ceiling = Math.min(capMs, baseMs * 2 ** (tried - 1));
+        await sleep(ceiling / 2 + (Math.random() * ceiling) / 2);
       }
     }
   }
@@ -202,11 +256,12 @@ export class Sql {
               : { rows: [], affected: result.affected ?? 0, insertId: Number(result.raw) },
           );
         }
+        // Inside: a COMMIT that fails leaves no transaction open on the one connection.
+        await this.timed(COMMIT, () => runner.query(COMMIT));
       } catch (error) {
         await runner.query(ROLLBACK).catch(() => undefined);
         throw error;
       }
-      await this.timed(COMMIT, () => runner.query(COMMIT));
       return results;
     } finally {
       await runner.release();

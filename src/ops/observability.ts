@@ -7,6 +7,7 @@ import type { DataSource } from 'typeorm';
 import { POOL_EVENTS, poolEventsOf } from '../db/data-source';
 import type { DocumentCounters } from '../graphql/trusted-documents';
 import type { Replicas } from '../db/replicas';
+import type { LockConflicts } from '../db/sql';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -36,11 +37,13 @@ export function registerObservability(
     runs,
     documents,
     replicas,
+    lockConflicts,
   }: {
     statements: { count: number };
     runs: { compiledRuns: number; fastPathAnswers: number };
     documents: DocumentCounters;
     replicas?: Pick<Replicas, 'statementCounts'>;
+    lockConflicts?: Readonly<LockConflicts>;
   },
   metricsToken: string | undefined,
   hasher?: Pick<PasswordHasher, 'load'>,
@@ -94,6 +97,18 @@ export function registerObservability(
     collect() {
       this.reset();
       this.inc(statements.count);
+    },
+  });
+  new Counter({
+    name: 'db_lock_conflicts_total',
+    help: 'Writes and transactions that lost a lock conflict (deadlock, lock wait timeout, SQLITE_BUSY): retried (run again after a randomized backoff), gave_up (answered SERVICE_UNAVAILABLE with Retry-After)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      if (!lockConflicts) return;
+      this.reset();
+      this.inc({ outcome: 'retried' }, lockConflicts.retried);
+      this.inc({ outcome: 'gave_up' }, lockConflicts.gaveUp);
     },
   });
   if (replicas) {

@@ -290,7 +290,13 @@ export function errorResponses(...codes: ErrorCode[]): Record<number, unknown> {
       status,
       {
         description: list.join(' or '),
-        ...(status === 429 ? { headers: { 'Retry-After': { type: 'integer', description: 'Seconds to wait before trying again' } } } : {}),
+        ...(status === 429 || status === 503
+          ? {
+              headers: {
+                'Retry-After': { type: 'integer', description: 'Seconds to wait before trying again (503: when the database was busy)' },
+              },
+            }
+          : {}),
         content: { 'application/problem+json': { schema: { $ref: 'Problem#' } } },
       },
     ]),

@@ -22,48 +22,54 @@ export interface Reconciled {
 /**
  * Makes what the service maintains in each write exact again after rows were changed by plain
  * SQL (an import): every trainer's creatures_owned, its nickname suffixes (nicknameContains) and
- * the counts by team (totalCount). It walks the trainers in id order, TRAINERS_PER_CHUNK at a
- * time, then the count buckets one at a time, each in a short transaction of its own, so
- * instances keep serving meanwhile (and writes they make during it stay counted). It can be run
- * again at any time; nothing of the kind runs when an instance starts.
+ * the counts by team (totalCount). It walks the trainer ids up to the last one there when it
+ * starts (ReconcileQueries.lastId), TRAINERS_PER_CHUNK at a time, then every bucket of counts
+ * that holds a trainer or a count, one at a time, each in a short transaction of its own, so
+ * instances keep serving meanwhile. It never removes what a write made while it ran: a trainer
+ * registered meanwhile has a higher id, outside every range it rewrites, and a bucket is
+ * counted anew in one transaction that registrations in it wait for (no bucket is dropped
+ * outside one). It can be run again at any time; nothing of the kind runs when an instance starts.
  */
-async function reconcile(queries: ReconcileQueries, log: ReconcileLog, chunk = TRAINERS_PER_CHUNK): Promise<Reconciled> {
+export async function reconcile(queries: ReconcileQueries, log: ReconcileLog, chunk = TRAINERS_PER_CHUNK): Promise<Reconciled> {
   let trainers = 0;
   let countsChanged = 0;
+  const top = await queries.lastId();
   let last = 0;
   for (;;) {
-    const ids = await queries.idsAfter(last, chunk);
+    const ids = await queries.idsAfter(last, top, chunk);
     if (ids.length === 0) break;
     const to = ids[ids.length - 1];
     countsChanged += await queries.trainers(last, to);
     trainers += ids.length;
     last = to;
   }
-  await queries.dropSuffixesAfter(last);
+  // Suffixes left above the last trainer, up to the last id there was (trainers removed by plain SQL).
+  if (last < top) countsChanged += await queries.trainers(last, top);
   log.info({ trainers, countsChanged }, 'reconcile: creature counts and nickname suffixes done');
 
   let buckets = 0;
-  let previous = -1;
   for (let bucket = await queries.nextBucket(0); bucket !== null; bucket = await queries.nextBucket(bucket + 1)) {
-    await queries.dropBuckets(previous, bucket);
     await queries.bucket(bucket);
     buckets += 1;
-    previous = bucket;
   }
-  await queries.dropBuckets(previous, null);
   log.info({ buckets }, 'reconcile: counts by team done');
   return { trainers, countsChanged, buckets };
 }
 
+export interface ReconcileOptions {
+  /** Trainers per transaction (TRAINERS_PER_CHUNK). */
+  readonly chunk?: number;
+  /** The statements it runs (tests pass a subclass that writes between two of them). */
+  readonly queries?: (sql: Sql) => ReconcileQueries;
+}
+
 /** reconcile on a connection of its own to `database` (`npm run reconcile`, and the benchmark's import). */
-export async function reconcileDatabase(database: DatabaseConfig, log: ReconcileLog): Promise<Reconciled> {
+export async function reconcileDatabase(database: DatabaseConfig, log: ReconcileLog, options: ReconcileOptions = {}): Promise<Reconciled> {
   const dataSource = createDataSource(database);
   await dataSource.initialize();
   try {
-    return await reconcile(
-      new ReconcileQueries(new Sql(dataSource, { timeoutMs: STATEMENT_TIMEOUT_MS, slowMs: STATEMENT_TIMEOUT_MS })),
-      log,
-    );
+    const sql = new Sql(dataSource, { timeoutMs: STATEMENT_TIMEOUT_MS, slowMs: STATEMENT_TIMEOUT_MS });
+    return await reconcile((options.queries ?? ((s) => new ReconcileQueries(s)))(sql), log, options.chunk);
   } finally {
     await dataSource.destroy();
   }

@@ -274,7 +274,7 @@ export class TrainerQueries {
       );
     }
     statements.push({ sql: `SELECT ${COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned FROM trainer t WHERE t.id = ?`, params: [id] });
-    const results = await this.sql.batch(statements);
+    const results = await this.sql.batch(statements, { readCommitted: true });
     const row = results[results.length - 1].rows[0] as TrainerRow | undefined;
     return row ? toTrainer(row) : null;
   }
@@ -540,11 +540,23 @@ export class TrainerQueries {
 export class ReconcileQueries {
   constructor(private readonly sql: Sql) {}
 
-  /** The ids of up to `limit` trainers after `afterId`, in order. */
-  async idsAfter(afterId: number, limit: number): Promise<number[]> {
+  /**
+   * The highest trainer id that the trainers or their nickname suffixes hold now (0: none). Above
+   * it, every row is a later write's (ids only grow), which reconcile leaves as it is.
+   */
+  async lastId(): Promise<number> {
+    const [row] = await this.sql.rows<{ trainer: number | string | null; suffix: number | string | null }>(
+      'SELECT (SELECT MAX(id) FROM trainer) AS trainer, (SELECT MAX(trainer_id) FROM trainer_nickname_suffix) AS suffix',
+      [],
+    );
+    return Math.max(sqlInt(row?.trainer ?? 0), sqlInt(row?.suffix ?? 0));
+  }
+
+  /** The ids of up to `limit` trainers above `afterId` and up to `upTo`, in order. */
+  async idsAfter(afterId: number, upTo: number, limit: number): Promise<number[]> {
     const rows = await this.sql.rows<{ id: number | string }>(
-      `SELECT id FROM trainer WHERE id > ? ORDER BY id LIMIT ${Math.trunc(limit)}`,
-      [afterId],
+      `SELECT id FROM trainer WHERE id > ? AND id <= ? ORDER BY id LIMIT ${Math.trunc(limit)}`,
+      [afterId, upTo],
     );
     return rows.map((row) => sqlInt(row.id));
   }
@@ -553,15 +565,29 @@ export class ReconcileQueries {
    * For the trainers with ids above `from` and up to `to`: their nickname suffixes written anew
    * (those of trainers no longer there go) and their creatures_owned set to their creature rows,
    * in one transaction. How many trainers' counts changed.
+   *
+   * On MySQL the range's trainer rows are locked first, as every other write of a trainer does
+   * (a registration inserts its row first; a rename, a deletion and a creature write lock it
+   * first), so none of them holds a row this needs while waiting for one this holds: the
+   * suffix rewrite used to read the rows with shared locks and then update them, and a rename
+   * asking for a row in between deadlocked with it. At READ COMMITTED, nothing outside the
+   * range's rows is locked (no gaps): registrations, whose rows and suffixes lie above it, go on.
    */
   async trainers(from: number, to: number): Promise<number> {
     const count = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = trainer.id)';
-    const [, , recounted] = await this.sql.batch([
+    const statements: BatchStatement[] = [
+      // By the primary key, as the other writes lock a trainer: through IX_trainer_id, which the
+      // optimizer prefers for this range, it locked that index's entries before the rows, and a
+      // rename (its row, then the entry as it updates it) deadlocked with it.
+      ...(this.sql.isMysql
+        ? [{ sql: `SELECT t.id FROM ${byIdFrom(true)} WHERE t.id > ? AND t.id <= ? FOR UPDATE`, params: [from, to] }]
+        : []),
       { sql: 'DELETE FROM trainer_nickname_suffix WHERE trainer_id > ? AND trainer_id <= ?', params: [from, to] },
       { sql: suffixesOf(this.sql.isMysql, 't.id > ? AND t.id <= ?'), params: [from, to] },
       { sql: `UPDATE trainer SET creatures_owned = ${count} WHERE id > ? AND id <= ? AND creatures_owned <> ${count}`, params: [from, to] },
-    ]);
-    return recounted.affected;
+    ];
+    const results = await this.sql.batch(statements, { readCommitted: true });
+    return results[results.length - 1].affected;
   }
 
   /** The bucket of trainer_count that holds `id`. */
@@ -569,18 +595,28 @@ export class ReconcileQueries {
     return Math.floor(id / COUNT_BUCKET);
   }
 
-  /** The first bucket at or after `bucket` that holds a trainer, or null. */
+  /**
+   * The first bucket at or after `bucket` that holds a trainer or a count (one whose trainers
+   * are gone, to be dropped), or null.
+   */
   async nextBucket(bucket: number): Promise<number | null> {
-    const [row] = await this.sql.rows<{ id: number | string }>('SELECT id FROM trainer WHERE id >= ? ORDER BY id LIMIT 1', [
-      bucket * COUNT_BUCKET,
-    ]);
-    return row ? this.bucketOf(sqlInt(row.id)) : null;
+    const [row] = await this.sql.rows<{ id: number | string | null; bucket: number | string | null }>(
+      'SELECT (SELECT id FROM trainer WHERE id >= ? ORDER BY id LIMIT 1) AS id,' +
+        ' (SELECT bucket FROM trainer_count WHERE bucket >= ? ORDER BY bucket LIMIT 1) AS bucket',
+      [bucket * COUNT_BUCKET, bucket],
+    );
+    const found = [
+      ...(row?.id === null || row?.id === undefined ? [] : [this.bucketOf(sqlInt(row.id))]),
+      ...(row?.bucket === null || row?.bucket === undefined ? [] : [sqlInt(row.bucket)]),
+    ];
+    return found.length === 0 ? null : Math.min(...found);
   }
 
   /**
-   * Counts a bucket's trainers by team anew, in one transaction: on MySQL the bucket's rows are
-   * read with shared locks first, so a registration in it waits (and its count is not lost)
-   * rather than deadlocking over the count's row.
+   * Counts a bucket's trainers by team anew, in one transaction (a bucket with no trainer left
+   * loses its counts): on MySQL the bucket's rows are read with shared locks first, so a
+   * registration, deletion or team change in it waits (and its count is not lost) rather than
+   * deadlocking over the count's row.
    */
   async bucket(bucket: number): Promise<void> {
     const range = [bucket * COUNT_BUCKET, (bucket + 1) * COUNT_BUCKET];
@@ -594,19 +630,6 @@ export class ReconcileQueries {
         params: [bucket, ...range],
       },
     ]);
-  }
-
-  /** Drops the counts of the buckets strictly between `after` and `before` (null: no end): they hold no trainer. */
-  async dropBuckets(after: number, before: number | null): Promise<void> {
-    await this.sql.write(
-      `DELETE FROM trainer_count WHERE bucket > ?${before === null ? '' : ' AND bucket < ?'}`,
-      before === null ? [after] : [after, before],
-    );
-  }
-
-  /** Drops the suffixes of trainer ids above `afterId` (no trainer is there). */
-  async dropSuffixesAfter(afterId: number): Promise<void> {
-    await this.sql.write('DELETE FROM trainer_nickname_suffix WHERE trainer_id > ?', [afterId]);
   }
 }
 

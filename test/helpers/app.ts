@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { buildApp, type BuildOptions } from '../../src/app';
 import { loadConfig, loadDatabaseConfig, type Config, type DatabaseConfig } from '../../src/config';
-import { reconcileDatabase, type Reconciled } from '../../src/trainers/reconcile';
+import { reconcileDatabase, type Reconciled, type ReconcileOptions } from '../../src/trainers/reconcile';
 import { mysqlServerUrl } from './mysql';
 
 export type DatabaseKind = 'sqlite' | 'mysql';
@@ -104,8 +104,10 @@ export async function startTestApp(kind: DatabaseKind, env: Record<string, strin
  * `npm run reconcile` against the database at `url`, as the command runs it: a process's own
  * connection (here a DataSource of its own), beside the instances that serve.
  */
-export function runReconcile(database: string | DatabaseConfig): Promise<Reconciled> {
-  return reconcileDatabase(typeof database === 'string' ? loadDatabaseConfig({ DATABASE_URL: database }) : database, {
-    info: () => undefined,
-  });
+export function runReconcile(database: string | DatabaseConfig, options: ReconcileOptions = {}): Promise<Reconciled> {
+  return reconcileDatabase(
+    typeof database === 'string' ? loadDatabaseConfig({ DATABASE_URL: database }) : database,
+    { info: () => undefined },
+    options,
+  );
 }
