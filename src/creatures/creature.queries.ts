@@ -64,12 +64,18 @@ function toCreature(row: Partial<CreatureRow>): Creature {
 /**
  * The statements of a trainer's deletion (see TrainerQueries.deleteAccount) about its creatures:
  * read them all (for their DELETED events), oldest first, then delete them, by the trainer's own
- * index range only.
+ * index range only; both only while `onlyIf` holds (the deletion's claim on the trainer).
  */
-export function creaturesOfDeletedTrainer(trainerId: number): { read: BatchStatement; remove: BatchStatement } {
+export function creaturesOfDeletedTrainer(
+  trainerId: number,
+  onlyIf: { sql: string; params: readonly unknown[] },
+): { read: BatchStatement; remove: BatchStatement } {
   return {
-    read: { sql: `SELECT ${COLUMNS} FROM creature WHERE trainer_id = ? ORDER BY id`, params: [trainerId] },
-    remove: { sql: 'DELETE FROM creature WHERE trainer_id = ?', params: [trainerId] },
+    read: {
+      sql: `SELECT ${COLUMNS} FROM creature WHERE trainer_id = ? AND ${onlyIf.sql} ORDER BY id`,
+      params: [trainerId, ...onlyIf.params],
+    },
+    remove: { sql: `DELETE FROM creature WHERE trainer_id = ? AND ${onlyIf.sql}`, params: [trainerId, ...onlyIf.params] },
   };
 }
 

@@ -1,4 +1,5 @@
-import { endSessionsStatement, liveSessionsColumn, parseLiveSessions } from '../auth/session.queries';
+import { randomBytes } from 'node:crypto';
+import { endSessionsStatement, liveSessionsColumn, parseLiveSessions, sessionOpen } from '../auth/session.queries';
 import { creaturesOfDeletedTrainer, creaturesRead } from '../creatures/creature.queries';
 import type { Creature } from '../creatures/creature.entity';
 import { placeholders, sqlDate, sqlInt, type BatchResult, type BatchStatement, type Sql } from '../db/sql';
@@ -161,6 +162,15 @@ export interface TrainerChangeRow {
   readonly team?: Team;
 }
 
+/**
+ * What a password sent to prove who is asking was checked against: the trainer's stored hash as
+ * it was read, and the caller's session. The write it allows happens only if both still hold.
+ */
+export interface PasswordProof {
+  readonly passwordHash: string;
+  readonly sessionId: number;
+}
+
 /** What a trainer's deletion removed: its creatures as they were, and its last creature event's number. */
 export interface DeletedAccount {
   /** The trainer as it was. */
@@ -279,50 +289,86 @@ export class TrainerQueries {
     return row ? toTrainer(row) : null;
   }
 
-  /** The stored password hash of a trainer (null when there is no such trainer): for checking a password it sends. */
-  async passwordHash(id: number): Promise<string | null> {
-    const [row] = await this.sql.rows<{ passwordHash: string }>('SELECT password_hash AS passwordHash FROM trainer WHERE id = ?', [id]);
+  /**
+   * The stored password hash of a trainer while the session `sessionId` of it is open (null when
+   * there is no such trainer or the session has ended): for checking a password it sends. What
+   * the password then allows is written only if this hash is still the stored one (see PasswordProof).
+   */
+  async passwordHash(id: number, sessionId: number): Promise<string | null> {
+    const open = sessionOpen(id, sessionId, this.sql.date(new Date()));
+    const [row] = await this.sql.rows<{ passwordHash: string }>(
+      `SELECT password_hash AS passwordHash FROM trainer WHERE id = ? AND ${open.sql}`,
+      [id, ...open.params],
+    );
     return row?.passwordHash ?? null;
   }
 
   /**
-   * Sets a trainer's password hash and ends every session of the trainer but `keepSession`, in one
-   * transaction; how many sessions ended, or null when there is no such trainer.
+   * Sets a trainer's password hash and ends every session of the trainer but the caller's, in one
+   * transaction, only if `proof` still holds at the write (the hash the current password was
+   * checked against is the stored one, the caller's session is open); how many sessions ended,
+   * or null when nothing was written (the trainer is gone, its password changed or the session
+   * ended meanwhile). Of two changes checked against the same hash, the first to write wins:
+   * the other finds another hash (MySQL: once the first commits, as its UPDATE waits for the
+   * row's lock and then reads the row as committed). The sessions are ended only where the new
+   * hash is in place, since MySQL runs the batch as one query and cannot stop after a miss.
    */
-  async changePassword(id: number, passwordHash: string, keepSession: number): Promise<number | null> {
+  async changePassword(id: number, passwordHash: string, proof: PasswordProof): Promise<number | null> {
+    const open = sessionOpen(id, proof.sessionId, this.sql.date(new Date()));
     const [updated, ended] = await this.sql.batch([
-      { sql: 'UPDATE trainer SET password_hash = ? WHERE id = ?', params: [passwordHash, id] },
-      endSessionsStatement(id, keepSession),
+      {
+        sql: `UPDATE trainer SET password_hash = ? WHERE id = ? AND password_hash = ? AND ${open.sql}`,
+        params: [passwordHash, id, proof.passwordHash, ...open.params],
+      },
+      endSessionsStatement(id, proof.sessionId, {
+        sql: 'EXISTS (SELECT 1 FROM trainer WHERE id = ? AND password_hash = ?)',
+        params: [id, passwordHash],
+      }),
     ]);
     return updated.affected === 0 ? null : ended.affected;
   }
 
   /**
    * Deletes a trainer with its creatures, its sessions, its nickname's suffixes and its place in
-   * trainer_count, in one transaction; what it removed, or null when there was no such trainer.
-   * The trainer's row is locked first, so the trainer's creature writes (which lock it too) wait
-   * and then find it gone. Every statement touches only this trainer's rows by its own index
-   * ranges, at READ COMMITTED on MySQL (no gap locks: another trainer's rows that sort next to
-   * these can be written meanwhile), and the one shared row, its team's count, comes last,
-   * held only until the commit.
+   * trainer_count, in one transaction; what it removed, or null when nothing was (no such
+   * trainer, or `proof` no longer holds). The first statement claims the trainer's row: it
+   * replaces its password hash by a mark of this deletion, only if `proof` holds (the checked
+   * hash is the stored one and the caller's session is open), and locks the row, so the
+   * trainer's creature writes and password changes (which lock it too) wait and then find it
+   * gone. Every later statement acts only where the mark is (MySQL runs the batch as one query
+   * and cannot stop after a miss): without the claim, nothing changes. Every statement touches
+   * only this trainer's rows by its own index ranges, at READ COMMITTED on MySQL (no gap locks:
+   * another trainer's rows that sort next to these can be written meanwhile), and the one shared
+   * row, its team's count, comes last, held only until the commit.
    */
-  async deleteAccount(id: number): Promise<DeletedAccount | null> {
-    const creatures = creaturesOfDeletedTrainer(id);
-    const [locked, read, , sessions, , , deleted] = await this.sql.batch(
+  async deleteAccount(id: number, proof?: PasswordProof): Promise<DeletedAccount | null> {
+    // Never a stored hash (not the scrypt form), and this deletion's own.
+    const mark = `deleting$${randomBytes(12).toString('base64url')}`;
+    const claim: BatchStatement =
+      proof === undefined
+        ? { sql: 'UPDATE trainer SET password_hash = ? WHERE id = ?', params: [mark, id] }
+        : (() => {
+            const open = sessionOpen(id, proof.sessionId, this.sql.date(new Date()));
+            return {
+              sql: `UPDATE trainer SET password_hash = ? WHERE id = ? AND password_hash = ? AND ${open.sql}`,
+              params: [mark, id, proof.passwordHash, ...open.params],
+            };
+          })();
+    const claimed = { sql: 'EXISTS (SELECT 1 FROM trainer WHERE id = ? AND password_hash = ?)', params: [id, mark] };
+    const creatures = creaturesOfDeletedTrainer(id, claimed);
+    const [, locked, read, , sessions, , , deleted] = await this.sql.batch(
       [
-        {
-          sql: `SELECT ${COLUMNS}, t.event_seq AS seq FROM trainer t WHERE t.id = ?${this.sql.isMysql ? ' FOR UPDATE' : ''}`,
-          params: [id],
-        },
+        claim,
+        { sql: `SELECT ${COLUMNS}, t.event_seq AS seq FROM trainer t WHERE t.id = ? AND t.password_hash = ?`, params: [id, mark] },
         creatures.read,
         creatures.remove,
-        endSessionsStatement(id),
-        { sql: 'DELETE FROM trainer_nickname_suffix WHERE trainer_id = ?', params: [id] },
+        endSessionsStatement(id, undefined, claimed),
+        { sql: `DELETE FROM trainer_nickname_suffix WHERE trainer_id = ? AND ${claimed.sql}`, params: [id, ...claimed.params] },
         {
-          sql: 'UPDATE trainer_count SET n = n - 1 WHERE bucket = ? AND team = (SELECT team FROM trainer WHERE id = ?)',
-          params: [Math.floor(id / COUNT_BUCKET), id],
+          sql: 'UPDATE trainer_count SET n = n - 1 WHERE bucket = ? AND team = (SELECT team FROM trainer WHERE id = ? AND password_hash = ?)',
+          params: [Math.floor(id / COUNT_BUCKET), id, mark],
         },
-        { sql: 'DELETE FROM trainer WHERE id = ?', params: [id] },
+        { sql: 'DELETE FROM trainer WHERE id = ? AND password_hash = ?', params: [id, mark] },
       ],
       { readCommitted: true },
     );
