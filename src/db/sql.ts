@@ -4,7 +4,7 @@ import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
 import { unavailableAsAppError } from './errors';
 import type { Tracing } from '../telemetry/spans';
 import type { Replicas } from './replicas';
-import { BEGIN_IMMEDIATE, COMMIT, mysqlTransaction, ROLLBACK } from './connection.queries';
+import { BEGIN_IMMEDIATE, COMMIT, mysqlTransaction, ROLLBACK, SQLITE_FOREIGN_KEYS_OFF, SQLITE_FOREIGN_KEYS_ON } from './connection.queries';
 import { isMysql } from './data-source';
 
 /*
@@ -146,14 +146,19 @@ export class Sql {
    * `readCommitted` (MySQL) runs the transaction at READ COMMITTED: its statements lock the rows
    * they change and no gaps between index entries, so a long one (a trainer deleted with its
    * creatures) does not hold back inserts of other trainers' rows that fall next to them.
+   *
+   * `withoutForeignKeys` runs it with this connection's foreign key checks and actions off (and
+   * on again after it, whatever happened): a parent row can then be deleted while its children
+   * stay behind, to be removed later in short statements (a trainer's deletion, which would
+   * otherwise remove all its creatures in one ON DELETE CASCADE). Every other statement keeps them.
    */
-  async batch(statements: readonly BatchStatement[], { readCommitted = false } = {}): Promise<BatchResult[]> {
+  async batch(statements: readonly BatchStatement[], { readCommitted = false, withoutForeignKeys = false } = {}): Promise<BatchResult[]> {
     const pool = this.pool();
-    if (!pool) return this.sqliteBatch(statements);
+    if (!pool) return this.sqliteBatch(statements, withoutForeignKeys);
     // A deadlock rolls the whole transaction back, so it is safe to run again (twice at most).
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.mysqlBatch(pool, statements, readCommitted);
+        return await this.mysqlBatch(pool, statements, readCommitted, withoutForeignKeys);
       } catch (error) {
         if ((error as { code?: string }).code !== 'ER_LOCK_DEADLOCK' || attempt === 3) throw error;
       }
@@ -182,7 +187,7 @@ export class Sql {
     }
   }
 
-  private async sqliteBatch(statements: readonly BatchStatement[]): Promise<BatchResult[]> {
+  private async sqliteBatch(statements: readonly BatchStatement[], withoutForeignKeys: boolean): Promise<BatchResult[]> {
     while (this.sqliteTransaction) await this.sqliteTransaction;
     let end!: () => void;
     this.sqliteTransaction = new Promise<void>((resolve) => (end = resolve));
@@ -190,6 +195,7 @@ export class Sql {
     try {
       if (this.sqliteUnderWay > 0) await new Promise<void>((resolve) => (this.sqliteQuiet = resolve));
       this.sqliteQuiet = undefined;
+      if (withoutForeignKeys) await runner.query(SQLITE_FOREIGN_KEYS_OFF);
       await this.timed(BEGIN_IMMEDIATE, () => runner.query(BEGIN_IMMEDIATE));
       const results: BatchResult[] = [];
       try {
@@ -209,21 +215,32 @@ export class Sql {
       await this.timed(COMMIT, () => runner.query(COMMIT));
       return results;
     } finally {
+      if (withoutForeignKeys) await runner.query(SQLITE_FOREIGN_KEYS_ON);
       await runner.release();
       this.sqliteTransaction = undefined;
       end();
     }
   }
 
-  private async mysqlBatch(pool: Pool, statements: readonly BatchStatement[], readCommitted: boolean): Promise<BatchResult[]> {
+  private async mysqlBatch(
+    pool: Pool,
+    statements: readonly BatchStatement[],
+    readCommitted: boolean,
+    withoutForeignKeys: boolean,
+  ): Promise<BatchResult[]> {
     const connection = await new Promise<PoolConnection>((resolve, reject) =>
       pool.getConnection((error, got) => (error ? reject(unavailableAsAppError(error)) : resolve(got))),
     );
     const logger = this.dataSource.logger;
     for (const { sql } of statements) logger.logQuery(sql);
-    const { sql: text, opening } = mysqlTransaction(
+    const {
+      sql: text,
+      opening,
+      closing,
+    } = mysqlTransaction(
       statements.map((s) => s.sql),
       readCommitted,
+      withoutForeignKeys,
     );
     const started = performance.now();
     try {
@@ -234,7 +251,7 @@ export class Sql {
       );
       connection.release();
       return results
-        .slice(opening, -1)
+        .slice(opening, -closing)
         .map((result) =>
           Array.isArray(result)
             ? { rows: result, affected: result.length, insertId: 0 }
@@ -243,7 +260,8 @@ export class Sql {
     } catch (error) {
       // A statement failed (the rest did not run) or the connection did: never hand back a
       // connection with a transaction open.
-      const fatal = (error as { fatal?: boolean }).fatal === true;
+      // Nor one whose foreign key checks may still be off.
+      const fatal = (error as { fatal?: boolean }).fatal === true || withoutForeignKeys;
       if (fatal) connection.destroy();
       else {
         await new Promise<void>((resolve) =>

@@ -6,7 +6,7 @@ import { matches, PASSWORD_PATTERN } from '../common/rules';
 import { normalizeText } from '../common/text';
 import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
-import { deletionMessages } from '../events/creature-event';
+import { DELETION_CHUNK, deletedTrainer, deletionMessage } from '../events/creature-event';
 import type { CreatureEventBus } from '../events/event-bus';
 import type { Team } from './team';
 import type { TrainerLists } from './trainer-lists';
@@ -24,6 +24,11 @@ export interface ProfileChange {
 /** Where each change is written: the request's logger (it carries the request id). */
 export interface ChangeLog {
   info(details: object, message: string): void;
+}
+
+/** What a trainer's deletion removed: as TrainerQueries.deleteAccount says, and how many creatures it had. */
+export interface RemovedAccount extends DeletedAccount {
+  readonly creatures: number;
 }
 
 /** The trainer was deleted after its token was checked. */
@@ -135,29 +140,53 @@ export class AccountService {
     const deleted = await this.remove(viewer.id, proof);
     if (!deleted) throw stale();
     log.info(
-      { trainerId: viewer.id, changed: ['deleted'], creatures: deleted.creatures.length, sessionsEnded: deleted.sessions },
+      { trainerId: viewer.id, changed: ['deleted'], creatures: deleted.creatures, sessionsEnded: deleted.sessions },
       'trainer deleted',
     );
   }
 
   /**
-   * Deletes a trainer with everything of it (see TrainerQueries.deleteAccount) and tells, after
-   * the commit, the subscribers of its creatures (DELETED events, then the end) and its sessions'
-   * sockets, on every instance. What was removed, or null when there was no such trainer (or
-   * `proof`, deleteMe's checked password, no longer holds at the write). No other checks.
+   * Deletes a trainer with everything of it and tells, after the commit, its sessions' sockets
+   * and the subscribers of its creatures (DELETED events, then the end), on every instance. What
+   * was removed, or null when there was no such trainer (or `proof`, deleteMe's checked password,
+   * no longer holds at the write). No other checks.
+   *
+   * The trainer, its sessions, its nickname and its place in the counts go in one short
+   * transaction (TrainerQueries.deleteAccount): from its commit nothing of the trainer shows, its
+   * tokens are refused. Its creatures, which no read shows any more, are then removed a stretch
+   * at a time, each stretch's DELETED events published as it goes, with a turn of the event loop
+   * between stretches: however many creatures it had, no other request waits for more than a
+   * stretch, and no process holds all of them at once. Resolves once every creature is gone.
    */
-  async remove(trainerId: number, proof?: PasswordProof): Promise<DeletedAccount | null> {
+  async remove(trainerId: number, proof?: PasswordProof): Promise<RemovedAccount | null> {
     // As a creature write: while it runs, a gap in the trainer's event numbers may still fill.
-    const deleted = await this.events.during(trainerId, async () => {
+    return this.events.during(trainerId, async () => {
       const removed = await this.queries.deleteAccount(trainerId, proof);
-      if (removed) this.events.publishDeletion(deletionMessages(removed.trainer, removed.lastSeq, removed.creatures));
-      return removed;
-    });
-    if (deleted) {
-      this.lists.changed({ id: trainerId, from: deleted.trainer.team });
+      if (!removed) return null;
+      this.lists.changed({ id: trainerId, from: removed.trainer.team });
       this.endings.publish({ trainerId });
-    }
-    return deleted;
+      const trainer = deletedTrainer(removed.trainer);
+      const at = new Date().toISOString();
+      let seq = removed.lastSeq + 1;
+      let afterId = 0;
+      try {
+        for (;;) {
+          const creatures = await this.queries.removeLeftCreatures(trainerId, afterId, DELETION_CHUNK);
+          const last = creatures.length < DELETION_CHUNK;
+          this.events.publish(deletionMessage(trainer, seq, creatures, last, at));
+          seq += creatures.length;
+          if (last) break;
+          afterId = creatures[creatures.length - 1].id;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      } catch (error) {
+        // The database went away midway: the trainer is gone all the same, its subscriptions end
+        // (the missing numbers say events were lost), and the creatures left stay invisible.
+        this.events.publish(deletionMessage(trainer, seq, [], true, at));
+        throw error;
+      }
+      return { ...removed, creatures: seq - removed.lastSeq - 1 };
+    });
   }
 
   /**

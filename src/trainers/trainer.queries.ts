@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { endSessionsStatement, liveSessionsColumn, parseLiveSessions, sessionOpen } from '../auth/session.queries';
-import { creaturesOfDeletedTrainer, creaturesRead } from '../creatures/creature.queries';
+import { creaturesRead, leftCreatures } from '../creatures/creature.queries';
 import type { Creature } from '../creatures/creature.entity';
 import { placeholders, sqlDate, sqlInt, type BatchResult, type BatchStatement, type Sql } from '../db/sql';
 import type { Team } from './team';
@@ -171,11 +171,10 @@ export interface PasswordProof {
   readonly sessionId: number;
 }
 
-/** What a trainer's deletion removed: its creatures as they were, and its last creature event's number. */
+/** What a trainer's deletion removed at once: the trainer as it was, its last creature event's number, its sessions. */
 export interface DeletedAccount {
   /** The trainer as it was. */
   readonly trainer: Trainer;
-  readonly creatures: Creature[];
   readonly lastSeq: number;
   readonly sessions: number;
 }
@@ -329,39 +328,40 @@ export class TrainerQueries {
   }
 
   /**
-   * Deletes a trainer with its creatures, its sessions, its nickname's suffixes and its place in
-   * trainer_count, in one transaction; what it removed, or null when nothing was (no such
-   * trainer, or `proof` no longer holds). The first statement claims the trainer's row: it
-   * replaces its password hash by a mark of this deletion, only if `proof` holds (the checked
-   * hash is the stored one and the caller's session is open), and locks the row, so the
-   * trainer's creature writes and password changes (which lock it too) wait and then find it
-   * gone. Every later statement acts only where the mark is (MySQL runs the batch as one query
-   * and cannot stop after a miss): without the claim, nothing changes. Every statement touches
-   * only this trainer's rows by its own index ranges, at READ COMMITTED on MySQL (no gap locks:
-   * another trainer's rows that sort next to these can be written meanwhile), and the one shared
-   * row, its team's count, comes last, held only until the commit.
+   * Deletes a trainer with its sessions, its nickname's suffixes and its place in trainer_count,
+   * in one short transaction; the trainer as it was, or null when nothing was deleted (no such
+   * trainer, or `proof` no longer holds). Its creatures stay behind, for removeLeftCreatures to
+   * take a stretch at a time (the foreign key's ON DELETE CASCADE, off for this transaction, would
+   * remove them all in one statement: on SQLite, whose statements run on the event loop, that
+   * held every other request of the process for as long as the trainer had creatures to read and
+   * delete; on MySQL, their rows arrived as one answer to parse). No read shows them once
+   * the trainer is gone (CreatureQueries.byId; lists and counts start from the trainer).
+   *
+   * The first statement claims the trainer's row: it replaces its password hash by a mark of
+   * this deletion, only if `proof` holds (the checked hash is the stored one and the caller's
+   * session is open), and locks the row, so the trainer's creature writes and password changes
+   * (which lock it too) wait and then find it gone. Every later statement acts only where the
+   * mark is (MySQL runs the batch as one query and cannot stop after a miss): without the claim,
+   * nothing changes. Every statement touches only this trainer's rows by its own index ranges, at
+   * READ COMMITTED on MySQL (no gap locks), and the one shared row, its team's count, comes last,
+   * held only until the commit.
    */
   async deleteAccount(id: number, proof?: PasswordProof): Promise<DeletedAccount | null> {
     // Never a stored hash (not the scrypt form), and this deletion's own.
     const mark = `deleting$${randomBytes(12).toString('base64url')}`;
-    const claim: BatchStatement =
-      proof === undefined
-        ? { sql: 'UPDATE trainer SET password_hash = ? WHERE id = ?', params: [mark, id] }
-        : (() => {
-            const open = sessionOpen(id, proof.sessionId, this.sql.date(new Date()));
-            return {
-              sql: `UPDATE trainer SET password_hash = ? WHERE id = ? AND password_hash = ? AND ${open.sql}`,
-              params: [mark, id, proof.passwordHash, ...open.params],
-            };
-          })();
+    let claim: BatchStatement = { sql: 'UPDATE trainer SET password_hash = ? WHERE id = ?', params: [mark, id] };
+    if (proof !== undefined) {
+      const open = sessionOpen(id, proof.sessionId, this.sql.date(new Date()));
+      claim = {
+        sql: `UPDATE trainer SET password_hash = ? WHERE id = ? AND password_hash = ? AND ${open.sql}`,
+        params: [mark, id, proof.passwordHash, ...open.params],
+      };
+    }
     const claimed = { sql: 'EXISTS (SELECT 1 FROM trainer WHERE id = ? AND password_hash = ?)', params: [id, mark] };
-    const creatures = creaturesOfDeletedTrainer(id, claimed);
-    const [, locked, read, , sessions, , , deleted] = await this.sql.batch(
+    const [, locked, sessions, , , deleted] = await this.sql.batch(
       [
         claim,
         { sql: `SELECT ${COLUMNS}, t.event_seq AS seq FROM trainer t WHERE t.id = ? AND t.password_hash = ?`, params: [id, mark] },
-        creatures.read,
-        creatures.remove,
         endSessionsStatement(id, undefined, claimed),
         { sql: `DELETE FROM trainer_nickname_suffix WHERE trainer_id = ? AND ${claimed.sql}`, params: [id, ...claimed.params] },
         {
@@ -370,11 +370,26 @@ export class TrainerQueries {
         },
         { sql: 'DELETE FROM trainer WHERE id = ? AND password_hash = ?', params: [id, mark] },
       ],
-      { readCommitted: true },
+      { readCommitted: true, withoutForeignKeys: true },
     );
     const row = locked.rows[0] as (TrainerRow & { seq: number | string }) | undefined;
     if (!row || deleted.affected === 0) return null;
-    return { trainer: toTrainer(row), creatures: creaturesRead(read.rows), lastSeq: sqlInt(row.seq), sessions: sessions.affected };
+    return { trainer: toTrainer(row), lastSeq: sqlInt(row.seq), sessions: sessions.affected };
+  }
+
+  /**
+   * Removes up to `limit` of the creatures a deleted trainer left behind (see deleteAccount),
+   * after `afterId`, oldest first, and returns them (as they were, for their DELETED events):
+   * two short statements on the trainer's index range. None when all are gone.
+   */
+  async removeLeftCreatures(trainerId: number, afterId: number, limit: number): Promise<Creature[]> {
+    const left = leftCreatures(trainerId, afterId, limit);
+    const creatures = creaturesRead(await this.sql.rows(left.read.sql, left.read.params));
+    if (creatures.length > 0) {
+      const remove = left.remove(creatures[creatures.length - 1].id);
+      await this.sql.write(remove.sql, remove.params);
+    }
+    return creatures;
   }
 
   /**
