@@ -38,13 +38,31 @@ export function parseLiveSessions(value: string | Buffer | null | undefined): nu
 }
 
 /**
- * The statement that ends a trainer's sessions inside another write's transaction (a password
- * change, which keeps `except`, the caller's; a deletion, which keeps none).
+ * A condition that holds while the session `sessionId` of `trainerId` is open (not logged out,
+ * ended or expired at `now`): for writes that a session's proof allows, so that they happen only
+ * if the session is still open when they are written.
  */
-export const endSessionsStatement = (trainerId: number, except?: number): { sql: string; params: unknown[] } =>
-  except === undefined
-    ? { sql: 'DELETE FROM trainer_session WHERE trainer_id = ?', params: [trainerId] }
-    : { sql: 'DELETE FROM trainer_session WHERE trainer_id = ? AND id <> ?', params: [trainerId, except] };
+export const sessionOpen = (trainerId: number, sessionId: number, now: Date | string): { sql: string; params: unknown[] } => ({
+  sql: 'EXISTS (SELECT 1 FROM trainer_session s WHERE s.id = ? AND s.trainer_id = ? AND s.expires_at > ?)',
+  params: [sessionId, trainerId, now],
+});
+
+/**
+ * The statement that ends a trainer's sessions inside another write's transaction (a password
+ * change, which keeps `except`, the caller's; a deletion, which keeps none), only while `onlyIf`
+ * holds (a condition on other tables: what the write before it in the transaction did).
+ */
+export const endSessionsStatement = (
+  trainerId: number,
+  except?: number,
+  onlyIf?: { sql: string; params: readonly unknown[] },
+): { sql: string; params: unknown[] } => {
+  const guard = onlyIf === undefined ? '' : ` AND ${onlyIf.sql}`;
+  const guardParams = onlyIf?.params ?? [];
+  return except === undefined
+    ? { sql: `DELETE FROM trainer_session WHERE trainer_id = ?${guard}`, params: [trainerId, ...guardParams] }
+    : { sql: `DELETE FROM trainer_session WHERE trainer_id = ? AND id <> ?${guard}`, params: [trainerId, except, ...guardParams] };
+};
 
 export class SessionQueries {
   constructor(private readonly sql: Sql) {}

@@ -62,18 +62,27 @@ function toCreature(row: Partial<CreatureRow>): Creature {
 }
 
 /**
- * The statements of a trainer's deletion (see TrainerQueries.deleteAccount) about its creatures:
- * read them all (for their DELETED events), oldest first, then delete them, by the trainer's own
- * index range only.
+ * The statements that remove, a stretch at a time, the creatures a deleted trainer left behind
+ * (see TrainerQueries.deleteAccount): read up to `limit` of them after `afterId`, oldest first
+ * (for their DELETED events), then delete those, by the trainer's own index range only. Nothing
+ * else writes them (every creature write needs its trainer's row) and no read shows them (see
+ * `byId`), so the two need no transaction.
  */
-export function creaturesOfDeletedTrainer(trainerId: number): { read: BatchStatement; remove: BatchStatement } {
+export function leftCreatures(
+  trainerId: number,
+  afterId: number,
+  limit: number,
+): { read: BatchStatement; remove: (lastId: number) => BatchStatement } {
   return {
-    read: { sql: `SELECT ${COLUMNS} FROM creature WHERE trainer_id = ? ORDER BY id`, params: [trainerId] },
-    remove: { sql: 'DELETE FROM creature WHERE trainer_id = ?', params: [trainerId] },
+    read: {
+      sql: `SELECT ${COLUMNS} FROM creature WHERE trainer_id = ? AND id > ? ORDER BY id LIMIT ${Math.trunc(limit)}`,
+      params: [trainerId, afterId],
+    },
+    remove: (lastId) => ({ sql: 'DELETE FROM creature WHERE trainer_id = ? AND id > ? AND id <= ?', params: [trainerId, afterId, lastId] }),
   };
 }
 
-/** The creatures a creaturesOfDeletedTrainer read gave. */
+/** The creatures a leftCreatures read gave. */
 export const creaturesRead = (rows: readonly unknown[]): Creature[] => (rows as CreatureRow[]).map(toCreature);
 
 export class CreatureQueries {
@@ -108,15 +117,24 @@ export class CreatureQueries {
     return { creature, seq };
   }
 
-  /** A creature by id; with `trainerId`, only if that trainer owns it. */
+  /**
+   * A creature by id; with `trainerId`, only if that trainer owns it. Only while its trainer
+   * exists: a deleted trainer's creatures are removed a stretch at a time after it (see
+   * leftCreatures) and must not show meanwhile (one more lookup, of the trainer's primary key).
+   */
   async byId(id: number, trainerId?: number, { mayLag = false } = {}): Promise<Creature | null> {
+    const owned = 'EXISTS (SELECT 1 FROM trainer t WHERE t.id = c.trainer_id)';
     const [row] =
       trainerId === undefined
-        ? await this.sql.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature WHERE id = ?`, [id], { prepared: true, mayLag })
-        : await this.sql.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature WHERE id = ? AND trainer_id = ?`, [id, trainerId], {
+        ? await this.sql.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature c WHERE c.id = ? AND ${owned}`, [id], {
             prepared: true,
             mayLag,
-          });
+          })
+        : await this.sql.rows<CreatureRow>(
+            `SELECT ${COLUMNS} FROM creature c WHERE c.id = ? AND c.trainer_id = ? AND ${owned}`,
+            [id, trainerId],
+            { prepared: true, mayLag },
+          );
     return row ? toCreature(row) : null;
   }
 

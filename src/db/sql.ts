@@ -4,7 +4,7 @@ import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
 import { isLockConflict, lockConflictAsAppError, unavailableAsAppError } from './errors';
 import type { Tracing } from '../telemetry/spans';
 import type { Replicas } from './replicas';
-import { BEGIN_IMMEDIATE, COMMIT, mysqlTransaction, ROLLBACK } from './connection.queries';
+import { BEGIN_IMMEDIATE, COMMIT, mysqlTransaction, ROLLBACK, SQLITE_FOREIGN_KEYS_OFF, SQLITE_FOREIGN_KEYS_ON } from './connection.queries';
 import { isMysql } from './data-source';
 
 /*
@@ -181,11 +181,16 @@ export class Sql {
    * creatures) does not hold back inserts of other trainers' rows that fall next to them.
    *
    * A transaction that loses a lock conflict is run again whole (see `retried`).
+   *
+   * `withoutForeignKeys` runs it with this connection's foreign key checks and actions off (and
+   * on again after it, whatever happened): a parent row can then be deleted while its children
+   * stay behind, to be removed later in short statements (a trainer's deletion, which would
+   * otherwise remove all its creatures in one ON DELETE CASCADE). Every other statement keeps them.
    */
-  async batch(statements: readonly BatchStatement[], { readCommitted = false } = {}): Promise<BatchResult[]> {
+  async batch(statements: readonly BatchStatement[], { readCommitted = false, withoutForeignKeys = false } = {}): Promise<BatchResult[]> {
     const pool = this.pool();
-    if (!pool) return this.retried(() => this.sqliteBatch(statements));
-    return this.retried(() => this.mysqlBatch(pool, statements, readCommitted));
+    if (!pool) return this.retried(() => this.sqliteBatch(statements, withoutForeignKeys));
+    return this.retried(() => this.mysqlBatch(pool, statements, readCommitted, withoutForeignKeys));
   }
 
   /**
@@ -236,7 +241,7 @@ export class Sql {
     }
   }
 
-  private async sqliteBatch(statements: readonly BatchStatement[]): Promise<BatchResult[]> {
+  private async sqliteBatch(statements: readonly BatchStatement[], withoutForeignKeys: boolean): Promise<BatchResult[]> {
     while (this.sqliteTransaction) await this.sqliteTransaction;
     let end!: () => void;
     this.sqliteTransaction = new Promise<void>((resolve) => (end = resolve));
@@ -244,6 +249,7 @@ export class Sql {
     try {
       if (this.sqliteUnderWay > 0) await new Promise<void>((resolve) => (this.sqliteQuiet = resolve));
       this.sqliteQuiet = undefined;
+      if (withoutForeignKeys) await runner.query(SQLITE_FOREIGN_KEYS_OFF);
       await this.timed(BEGIN_IMMEDIATE, () => runner.query(BEGIN_IMMEDIATE));
       const results: BatchResult[] = [];
       try {
@@ -264,21 +270,32 @@ export class Sql {
       }
       return results;
     } finally {
+      if (withoutForeignKeys) await runner.query(SQLITE_FOREIGN_KEYS_ON);
       await runner.release();
       this.sqliteTransaction = undefined;
       end();
     }
   }
 
-  private async mysqlBatch(pool: Pool, statements: readonly BatchStatement[], readCommitted: boolean): Promise<BatchResult[]> {
+  private async mysqlBatch(
+    pool: Pool,
+    statements: readonly BatchStatement[],
+    readCommitted: boolean,
+    withoutForeignKeys: boolean,
+  ): Promise<BatchResult[]> {
     const connection = await new Promise<PoolConnection>((resolve, reject) =>
       pool.getConnection((error, got) => (error ? reject(unavailableAsAppError(error)) : resolve(got))),
     );
     const logger = this.dataSource.logger;
     for (const { sql } of statements) logger.logQuery(sql);
-    const { sql: text, opening } = mysqlTransaction(
+    const {
+      sql: text,
+      opening,
+      closing,
+    } = mysqlTransaction(
       statements.map((s) => s.sql),
       readCommitted,
+      withoutForeignKeys,
     );
     const started = performance.now();
     try {
@@ -289,7 +306,7 @@ export class Sql {
       );
       connection.release();
       return results
-        .slice(opening, -1)
+        .slice(opening, -closing)
         .map((result) =>
           Array.isArray(result)
             ? { rows: result, affected: result.length, insertId: 0 }
@@ -298,7 +315,8 @@ export class Sql {
     } catch (error) {
       // A statement failed (the rest did not run) or the connection did: never hand back a
       // connection with a transaction open.
-      const fatal = (error as { fatal?: boolean }).fatal === true;
+      // Nor one whose foreign key checks may still be off.
+      const fatal = (error as { fatal?: boolean }).fatal === true || withoutForeignKeys;
       if (fatal) connection.destroy();
       else {
         await new Promise<void>((resolve) =>

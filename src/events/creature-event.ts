@@ -74,8 +74,8 @@ export function fromMessage(message: CreatureEventMessage): CreatureEvent {
 /**
  * A deleted trainer's creatures, as DELETED events numbered one after the other from `seq`: one
  * message carries up to a chunk of them (a trainer with many creatures takes several), and
- * `last` says that the trainer's events end with it (its subscriptions then complete). A trainer
- * without creatures gets one, empty and last.
+ * `last` says that the trainer's events end with it (its subscriptions then complete). The last
+ * may be empty (a trainer without creatures gets one, empty and last).
  */
 export interface DeletionMessage {
   readonly kind: 'TRAINER_DELETED';
@@ -92,30 +92,36 @@ export type BusMessage = CreatureEventMessage | DeletionMessage;
 
 export const isDeletion = (message: BusMessage): message is DeletionMessage => message.kind === 'TRAINER_DELETED';
 
-/** Creatures per DeletionMessage: a Redis message of a few hundred KiB. */
-const DELETION_CHUNK = 1000;
+/** Creatures per DeletionMessage: a Redis message of a few hundred KiB, and a short stretch of the deletion's reads and deletes. */
+export const DELETION_CHUNK = 1000;
 
-/** The messages of a trainer's deletion: its creatures (oldest first) numbered after `lastSeq`, its last event's number. */
-export function deletionMessages(trainer: Trainer, lastSeq: number, creatures: readonly Creature[], at = new Date()): DeletionMessage[] {
-  const { id: trainerId, nickname, firstName, lastName, team } = trainer;
-  const profile: DeletedTrainer = { id: trainerId, nickname, firstName, lastName, team, createdAt: trainer.createdAt.toISOString() };
-  const when = at.toISOString();
-  const messages: DeletionMessage[] = [];
-  for (let start = 0; start === 0 || start < creatures.length; start += DELETION_CHUNK) {
-    const chunk = creatures
-      .slice(start, start + DELETION_CHUNK)
-      .map((creature) => toMessage(CreatureEventKind.DELETED, creature, 0).creature);
-    messages.push({
-      kind: 'TRAINER_DELETED',
-      trainerId,
-      seq: lastSeq + 1 + start,
-      trainer: profile,
-      creatures: chunk,
-      at: when,
-      last: start + DELETION_CHUNK >= creatures.length,
-    });
-  }
-  return messages;
+/** A deleted trainer's public profile, as its creatures' last events carry it. */
+export function deletedTrainer(trainer: Trainer): DeletedTrainer {
+  const { id, nickname, firstName, lastName, team } = trainer;
+  return { id, nickname, firstName, lastName, team, createdAt: trainer.createdAt.toISOString() };
+}
+
+/**
+ * One message of a trainer's deletion: `creatures` (up to DELETION_CHUNK, oldest first) numbered
+ * from `seq`; `last` when the trainer's events end with it. A deletion sends its creatures as they
+ * are removed, a message at a time (see AccountService.remove).
+ */
+export function deletionMessage(
+  trainer: DeletedTrainer,
+  seq: number,
+  creatures: readonly Creature[],
+  last: boolean,
+  at: string,
+): DeletionMessage {
+  return {
+    kind: 'TRAINER_DELETED',
+    trainerId: trainer.id,
+    seq,
+    trainer,
+    creatures: creatures.map((creature) => toMessage(CreatureEventKind.DELETED, creature, 0).creature),
+    at,
+    last,
+  };
 }
 
 /** The DELETED events a DeletionMessage stands for, in order. */

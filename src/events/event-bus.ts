@@ -19,6 +19,12 @@ const FOLLOW_WAIT_MS = 1000;
  */
 export class EventQueue<T> implements AsyncIterableIterator<T> {
   private readonly items: T[] = [];
+  /**
+   * A deleted trainer's final events, as the runs they arrived in: the same arrays for every
+   * subscriber of this process (see `pushFinal`), with the position reached in the first.
+   */
+  private readonly runs: (readonly T[])[] = [];
+  private runAt = 0;
   private waiting: ((result: IteratorResult<T>) => void) | undefined;
   private ended = false;
   /** No more items will come: the queue ends once those it holds are taken. */
@@ -54,29 +60,35 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
   }
 
   /**
-   * Items of a deleted trainer's DELETED events, and with `last` the end of the queue once they
-   * are taken. They are not held to `max`: there are as many as the trainer had creatures, no
-   * more will come, and the items are shared by every subscriber of this process (and handed out
-   * at the pace of the reader's socket, see `pace`).
+   * A run of a deleted trainer's DELETED events, and with `last` the end of the queue once they
+   * are taken. They are not held to `max` (there are as many as the trainer had creatures, and
+   * no more will come), but the queue holds only a reference to `items`, which the caller shares
+   * between every subscriber of this process: a subscriber costs the same memory whatever the
+   * number of creatures, a reference per run (each run is a DeletionMessage's, up to
+   * DELETION_CHUNK events). They are handed out at the pace of the reader's socket (`pace`).
    */
   pushFinal(items: readonly T[], last: boolean): void {
     if (this.ended || this.closing) return;
-    let rest = items;
-    if (this.waiting && rest.length > 0) {
-      const resolve = this.waiting;
-      this.waiting = undefined;
-      resolve({ value: rest[0], done: false });
-      rest = rest.slice(1);
+    if (items.length > 0) {
+      if (this.waiting && !this.holding) {
+        const resolve = this.waiting;
+        this.waiting = undefined;
+        resolve({ value: items[0], done: false });
+        if (items.length > 1) {
+          // Nothing else is held: the run is the first, and its first item is taken.
+          this.runs.push(items);
+          this.runAt = 1;
+        }
+      } else this.runs.push(items);
     }
-    for (const item of rest) this.items.push(item);
     if (!last) return;
     this.closing = true;
     // Someone waits and nothing is left for it: the end is its answer.
-    if (this.items.length === 0 && this.waiting) this.end();
+    if (!this.holding && this.waiting) this.end();
   }
 
   async next(): Promise<IteratorResult<T>> {
-    if (this.items.length > 0) {
+    if (this.holding) {
       this.inARow += 1;
       if (this.inARow >= ITEMS_PER_TURN) {
         this.inARow = 0;
@@ -86,8 +98,7 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
       if (wait) await wait;
       // Returned (the socket closed) while waiting.
       if (this.ended) return { value: undefined, done: true };
-      const value = this.items.shift()!;
-      return { value, done: false };
+      return { value: this.take(), done: false };
     }
     this.inARow = 0;
     if (this.ended) return { value: undefined, done: true };
@@ -112,10 +123,29 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
     return this;
   }
 
+  /** Whether an item waits to be taken. */
+  private get holding(): boolean {
+    return this.items.length > 0 || this.runs.length > 0;
+  }
+
+  /** The next item: those pushed one by one come before the final runs. */
+  private take(): T {
+    if (this.items.length > 0) return this.items.shift()!;
+    const run = this.runs[0];
+    const value = run[this.runAt];
+    this.runAt += 1;
+    if (this.runAt === run.length) {
+      this.runs.shift();
+      this.runAt = 0;
+    }
+    return value;
+  }
+
   private end(): void {
     if (this.ended) return;
     this.ended = true;
     this.items.length = 0;
+    this.runs.length = 0;
     this.waiting?.({ value: undefined, done: true });
     this.waiting = undefined;
     this.onEnd();
@@ -197,14 +227,6 @@ export class CreatureEventBus {
   publish(message: BusMessage): void {
     this.deliver(message);
     this.relay?.publish(message);
-  }
-
-  /**
-   * Publishes a committed deletion of a trainer (see deletionMessages): its subscribers get a
-   * DELETED event for each of its creatures, then their subscriptions complete, on every instance.
-   */
-  publishDeletion(messages: readonly BusMessage[]): void {
-    for (const message of messages) this.publish(message);
   }
 
   /**

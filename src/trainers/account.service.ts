@@ -6,12 +6,12 @@ import { matches, PASSWORD_PATTERN } from '../common/rules';
 import { normalizeText } from '../common/text';
 import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
-import { deletionMessages } from '../events/creature-event';
+import { DELETION_CHUNK, deletedTrainer, deletionMessage } from '../events/creature-event';
 import type { CreatureEventBus } from '../events/event-bus';
 import type { Team } from './team';
 import type { TrainerLists } from './trainer-lists';
 import type { Trainer } from './trainer.entity';
-import type { DeletedAccount, TrainerChangeRow, TrainerQueries } from './trainer.queries';
+import type { DeletedAccount, PasswordProof, TrainerChangeRow, TrainerQueries } from './trainer.queries';
 
 /** What updateMe changes; a field left out stays as it is. At least one must be given. */
 export interface ProfileChange {
@@ -26,8 +26,17 @@ export interface ChangeLog {
   info(details: object, message: string): void;
 }
 
+/** What a trainer's deletion removed: as TrainerQueries.deleteAccount says, and how many creatures it had. */
+export interface RemovedAccount extends DeletedAccount {
+  readonly creatures: number;
+}
+
 /** The trainer was deleted after its token was checked. */
 const gone = (): AppError => new AppError('UNAUTHENTICATED', 'Your account no longer exists');
+
+/** What the caller's password proved no longer holds at the write: its session ended, or the password changed (or the account went). */
+const stale = (): AppError =>
+  new AppError('UNAUTHENTICATED', 'Your session has ended or your password has changed meanwhile: sign in again');
 
 const forbidden = (): AppError => new AppError('FORBIDDEN', 'You can only change your own account');
 
@@ -108,11 +117,11 @@ export class AccountService {
   ): Promise<void> {
     const viewer = await auth.requireViewer();
     if (trainerId !== undefined && trainerId !== viewer.id) throw forbidden();
-    await this.checkPassword(viewer, currentPassword, clientIp, 'currentPassword');
+    const proof = await this.checkPassword(viewer, auth.sessionId(), currentPassword, clientIp, 'currentPassword');
     const hash = await this.hasher.hashForSignedIn(newPassword);
-    const sessionId = auth.sessionId();
-    const ended = await this.queries.changePassword(viewer.id, hash, sessionId);
-    if (ended === null) throw gone();
+    const sessionId = proof.sessionId;
+    const ended = await this.queries.changePassword(viewer.id, hash, proof);
+    if (ended === null) throw stale();
     this.endings.publish({ trainerId: viewer.id, except: sessionId });
     log.info({ trainerId: viewer.id, changed: ['password'], sessionsEnded: ended }, 'trainer password changed');
   }
@@ -127,47 +136,81 @@ export class AccountService {
   async deleteMe(auth: RequestAuth, password: string, clientIp: string, log: ChangeLog, trainerId?: number): Promise<void> {
     const viewer = await auth.requireViewer();
     if (trainerId !== undefined && trainerId !== viewer.id) throw forbidden();
-    await this.checkPassword(viewer, password, clientIp, 'password');
-    const deleted = await this.remove(viewer.id);
-    if (!deleted) throw gone();
+    const proof = await this.checkPassword(viewer, auth.sessionId(), password, clientIp, 'password');
+    const deleted = await this.remove(viewer.id, proof);
+    if (!deleted) throw stale();
     log.info(
-      { trainerId: viewer.id, changed: ['deleted'], creatures: deleted.creatures.length, sessionsEnded: deleted.sessions },
+      { trainerId: viewer.id, changed: ['deleted'], creatures: deleted.creatures, sessionsEnded: deleted.sessions },
       'trainer deleted',
     );
   }
 
   /**
-   * Deletes a trainer with everything of it (see TrainerQueries.deleteAccount) and tells, after
-   * the commit, the subscribers of its creatures (DELETED events, then the end) and its sessions'
-   * sockets, on every instance. What was removed, or null when there was no such trainer. No
-   * checks: deleteMe's, after the password.
+   * Deletes a trainer with everything of it and tells, after the commit, its sessions' sockets
+   * and the subscribers of its creatures (DELETED events, then the end), on every instance. What
+   * was removed, or null when there was no such trainer (or `proof`, deleteMe's checked password,
+   * no longer holds at the write). No other checks.
+   *
+   * The trainer, its sessions, its nickname and its place in the counts go in one short
+   * transaction (TrainerQueries.deleteAccount): from its commit nothing of the trainer shows, its
+   * tokens are refused. Its creatures, which no read shows any more, are then removed a stretch
+   * at a time, each stretch's DELETED events published as it goes, with a turn of the event loop
+   * between stretches: however many creatures it had, no other request waits for more than a
+   * stretch, and no process holds all of them at once. Resolves once every creature is gone.
    */
-  async remove(trainerId: number): Promise<DeletedAccount | null> {
+  async remove(trainerId: number, proof?: PasswordProof): Promise<RemovedAccount | null> {
     // As a creature write: while it runs, a gap in the trainer's event numbers may still fill.
-    const deleted = await this.events.during(trainerId, async () => {
-      const removed = await this.queries.deleteAccount(trainerId);
-      if (removed) this.events.publishDeletion(deletionMessages(removed.trainer, removed.lastSeq, removed.creatures));
-      return removed;
-    });
-    if (deleted) {
-      this.lists.changed({ id: trainerId, from: deleted.trainer.team });
+    return this.events.during(trainerId, async () => {
+      const removed = await this.queries.deleteAccount(trainerId, proof);
+      if (!removed) return null;
+      this.lists.changed({ id: trainerId, from: removed.trainer.team });
       this.endings.publish({ trainerId });
-    }
-    return deleted;
+      const trainer = deletedTrainer(removed.trainer);
+      const at = new Date().toISOString();
+      let seq = removed.lastSeq + 1;
+      let afterId = 0;
+      try {
+        for (;;) {
+          const creatures = await this.queries.removeLeftCreatures(trainerId, afterId, DELETION_CHUNK);
+          const last = creatures.length < DELETION_CHUNK;
+          this.events.publish(deletionMessage(trainer, seq, creatures, last, at));
+          seq += creatures.length;
+          if (last) break;
+          afterId = creatures[creatures.length - 1].id;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      } catch (error) {
+        // The database went away midway: the trainer is gone all the same, its subscriptions end
+        // (the missing numbers say events were lost), and the creatures left stay invisible.
+        this.events.publish(deletionMessage(trainer, seq, [], true, at));
+        throw error;
+      }
+      return { ...removed, creatures: seq - removed.lastSeq - 1 };
+    });
   }
 
   /**
    * A password the caller sends to prove who it is, as a login of its account: counted before
    * any hashing (RATE_LIMITED over the limits), checked in the login queue; a wrong one stays
-   * counted as a failure, a right one clears this address's failures as a login does.
+   * counted as a failure, a right one clears this address's failures as a login does. The hash
+   * it was checked against and the caller's session: what it allows is written only if both
+   * still hold then (TrainerQueries), so a password changed or a session ended meanwhile (by
+   * another session's change, a logout) makes it UNAUTHENTICATED, with nothing written.
    */
-  private async checkPassword(viewer: Trainer, password: string, clientIp: string, field: string): Promise<void> {
+  private async checkPassword(
+    viewer: Trainer,
+    sessionId: number,
+    password: string,
+    clientIp: string,
+    field: string,
+  ): Promise<PasswordProof> {
     await this.throttle.attempt(viewer.email, clientIp);
-    const stored = await this.queries.passwordHash(viewer.id);
-    if (stored === null) throw gone();
+    const stored = await this.queries.passwordHash(viewer.id, sessionId);
+    if (stored === null) throw stale();
     // As for logins: no stored password has control characters, which scrypt's padding would hide.
     const correct = (await this.hasher.verify(password, stored)) && matches(PASSWORD_PATTERN, password);
     if (!correct) throw new AppError('BAD_USER_INPUT', 'The password is not right', [{ field, message: 'is not the current password' }]);
     await this.throttle.succeeded(viewer.email, clientIp);
+    return { passwordHash: stored, sessionId };
   }
 }

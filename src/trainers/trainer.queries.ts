@@ -1,5 +1,6 @@
-import { endSessionsStatement, liveSessionsColumn, parseLiveSessions } from '../auth/session.queries';
-import { creaturesOfDeletedTrainer, creaturesRead } from '../creatures/creature.queries';
+import { randomBytes } from 'node:crypto';
+import { endSessionsStatement, liveSessionsColumn, parseLiveSessions, sessionOpen } from '../auth/session.queries';
+import { creaturesRead, leftCreatures } from '../creatures/creature.queries';
 import type { Creature } from '../creatures/creature.entity';
 import { placeholders, sqlDate, sqlInt, type BatchResult, type BatchStatement, type Sql } from '../db/sql';
 import type { Team } from './team';
@@ -161,11 +162,19 @@ export interface TrainerChangeRow {
   readonly team?: Team;
 }
 
-/** What a trainer's deletion removed: its creatures as they were, and its last creature event's number. */
+/**
+ * What a password sent to prove who is asking was checked against: the trainer's stored hash as
+ * it was read, and the caller's session. The write it allows happens only if both still hold.
+ */
+export interface PasswordProof {
+  readonly passwordHash: string;
+  readonly sessionId: number;
+}
+
+/** What a trainer's deletion removed at once: the trainer as it was, its last creature event's number, its sessions. */
 export interface DeletedAccount {
   /** The trainer as it was. */
   readonly trainer: Trainer;
-  readonly creatures: Creature[];
   readonly lastSeq: number;
   readonly sessions: number;
 }
@@ -279,56 +288,108 @@ export class TrainerQueries {
     return row ? toTrainer(row) : null;
   }
 
-  /** The stored password hash of a trainer (null when there is no such trainer): for checking a password it sends. */
-  async passwordHash(id: number): Promise<string | null> {
-    const [row] = await this.sql.rows<{ passwordHash: string }>('SELECT password_hash AS passwordHash FROM trainer WHERE id = ?', [id]);
+  /**
+   * The stored password hash of a trainer while the session `sessionId` of it is open (null when
+   * there is no such trainer or the session has ended): for checking a password it sends. What
+   * the password then allows is written only if this hash is still the stored one (see PasswordProof).
+   */
+  async passwordHash(id: number, sessionId: number): Promise<string | null> {
+    const open = sessionOpen(id, sessionId, this.sql.date(new Date()));
+    const [row] = await this.sql.rows<{ passwordHash: string }>(
+      `SELECT password_hash AS passwordHash FROM trainer WHERE id = ? AND ${open.sql}`,
+      [id, ...open.params],
+    );
     return row?.passwordHash ?? null;
   }
 
   /**
-   * Sets a trainer's password hash and ends every session of the trainer but `keepSession`, in one
-   * transaction; how many sessions ended, or null when there is no such trainer.
+   * Sets a trainer's password hash and ends every session of the trainer but the caller's, in one
+   * transaction, only if `proof` still holds at the write (the hash the current password was
+   * checked against is the stored one, the caller's session is open); how many sessions ended,
+   * or null when nothing was written (the trainer is gone, its password changed or the session
+   * ended meanwhile). Of two changes checked against the same hash, the first to write wins:
+   * the other finds another hash (MySQL: once the first commits, as its UPDATE waits for the
+   * row's lock and then reads the row as committed). The sessions are ended only where the new
+   * hash is in place, since MySQL runs the batch as one query and cannot stop after a miss.
    */
-  async changePassword(id: number, passwordHash: string, keepSession: number): Promise<number | null> {
+  async changePassword(id: number, passwordHash: string, proof: PasswordProof): Promise<number | null> {
+    const open = sessionOpen(id, proof.sessionId, this.sql.date(new Date()));
     const [updated, ended] = await this.sql.batch([
-      { sql: 'UPDATE trainer SET password_hash = ? WHERE id = ?', params: [passwordHash, id] },
-      endSessionsStatement(id, keepSession),
+      {
+        sql: `UPDATE trainer SET password_hash = ? WHERE id = ? AND password_hash = ? AND ${open.sql}`,
+        params: [passwordHash, id, proof.passwordHash, ...open.params],
+      },
+      endSessionsStatement(id, proof.sessionId, {
+        sql: 'EXISTS (SELECT 1 FROM trainer WHERE id = ? AND password_hash = ?)',
+        params: [id, passwordHash],
+      }),
     ]);
     return updated.affected === 0 ? null : ended.affected;
   }
 
   /**
-   * Deletes a trainer with its creatures, its sessions, its nickname's suffixes and its place in
-   * trainer_count, in one transaction; what it removed, or null when there was no such trainer.
-   * The trainer's row is locked first, so the trainer's creature writes (which lock it too) wait
-   * and then find it gone. Every statement touches only this trainer's rows by its own index
-   * ranges, at READ COMMITTED on MySQL (no gap locks: another trainer's rows that sort next to
-   * these can be written meanwhile), and the one shared row, its team's count, comes last,
+   * Deletes a trainer with its sessions, its nickname's suffixes and its place in trainer_count,
+   * in one short transaction; the trainer as it was, or null when nothing was deleted (no such
+   * trainer, or `proof` no longer holds). Its creatures stay behind, for removeLeftCreatures to
+   * take a stretch at a time (the foreign key's ON DELETE CASCADE, off for this transaction, would
+   * remove them all in one statement: on SQLite, whose statements run on the event loop, that
+   * held every other request of the process for as long as the trainer had creatures to read and
+   * delete; on MySQL, their rows arrived as one answer to parse). No read shows them once
+   * the trainer is gone (CreatureQueries.byId; lists and counts start from the trainer).
+   *
+   * The first statement claims the trainer's row: it replaces its password hash by a mark of
+   * this deletion, only if `proof` holds (the checked hash is the stored one and the caller's
+   * session is open), and locks the row, so the trainer's creature writes and password changes
+   * (which lock it too) wait and then find it gone. Every later statement acts only where the
+   * mark is (MySQL runs the batch as one query and cannot stop after a miss): without the claim,
+   * nothing changes. Every statement touches only this trainer's rows by its own index ranges, at
+   * READ COMMITTED on MySQL (no gap locks), and the one shared row, its team's count, comes last,
    * held only until the commit.
    */
-  async deleteAccount(id: number): Promise<DeletedAccount | null> {
-    const creatures = creaturesOfDeletedTrainer(id);
-    const [locked, read, , sessions, , , deleted] = await this.sql.batch(
+  async deleteAccount(id: number, proof?: PasswordProof): Promise<DeletedAccount | null> {
+    // Never a stored hash (not the scrypt form), and this deletion's own.
+    const mark = `deleting$${randomBytes(12).toString('base64url')}`;
+    let claim: BatchStatement = { sql: 'UPDATE trainer SET password_hash = ? WHERE id = ?', params: [mark, id] };
+    if (proof !== undefined) {
+      const open = sessionOpen(id, proof.sessionId, this.sql.date(new Date()));
+      claim = {
+        sql: `UPDATE trainer SET password_hash = ? WHERE id = ? AND password_hash = ? AND ${open.sql}`,
+        params: [mark, id, proof.passwordHash, ...open.params],
+      };
+    }
+    const claimed = { sql: 'EXISTS (SELECT 1 FROM trainer WHERE id = ? AND password_hash = ?)', params: [id, mark] };
+    const [, locked, sessions, , , deleted] = await this.sql.batch(
       [
+        claim,
+        { sql: `SELECT ${COLUMNS}, t.event_seq AS seq FROM trainer t WHERE t.id = ? AND t.password_hash = ?`, params: [id, mark] },
+        endSessionsStatement(id, undefined, claimed),
+        { sql: `DELETE FROM trainer_nickname_suffix WHERE trainer_id = ? AND ${claimed.sql}`, params: [id, ...claimed.params] },
         {
-          sql: `SELECT ${COLUMNS}, t.event_seq AS seq FROM trainer t WHERE t.id = ?${this.sql.isMysql ? ' FOR UPDATE' : ''}`,
-          params: [id],
+          sql: 'UPDATE trainer_count SET n = n - 1 WHERE bucket = ? AND team = (SELECT team FROM trainer WHERE id = ? AND password_hash = ?)',
+          params: [Math.floor(id / COUNT_BUCKET), id, mark],
         },
-        creatures.read,
-        creatures.remove,
-        endSessionsStatement(id),
-        { sql: 'DELETE FROM trainer_nickname_suffix WHERE trainer_id = ?', params: [id] },
-        {
-          sql: 'UPDATE trainer_count SET n = n - 1 WHERE bucket = ? AND team = (SELECT team FROM trainer WHERE id = ?)',
-          params: [Math.floor(id / COUNT_BUCKET), id],
-        },
-        { sql: 'DELETE FROM trainer WHERE id = ?', params: [id] },
+        { sql: 'DELETE FROM trainer WHERE id = ? AND password_hash = ?', params: [id, mark] },
       ],
-      { readCommitted: true },
+      { readCommitted: true, withoutForeignKeys: true },
     );
     const row = locked.rows[0] as (TrainerRow & { seq: number | string }) | undefined;
     if (!row || deleted.affected === 0) return null;
-    return { trainer: toTrainer(row), creatures: creaturesRead(read.rows), lastSeq: sqlInt(row.seq), sessions: sessions.affected };
+    return { trainer: toTrainer(row), lastSeq: sqlInt(row.seq), sessions: sessions.affected };
+  }
+
+  /**
+   * Removes up to `limit` of the creatures a deleted trainer left behind (see deleteAccount),
+   * after `afterId`, oldest first, and returns them (as they were, for their DELETED events):
+   * two short statements on the trainer's index range. None when all are gone.
+   */
+  async removeLeftCreatures(trainerId: number, afterId: number, limit: number): Promise<Creature[]> {
+    const left = leftCreatures(trainerId, afterId, limit);
+    const creatures = creaturesRead(await this.sql.rows(left.read.sql, left.read.params));
+    if (creatures.length > 0) {
+      const remove = left.remove(creatures[creatures.length - 1].id);
+      await this.sql.write(remove.sql, remove.params);
+    }
+    return creatures;
   }
 
   /**

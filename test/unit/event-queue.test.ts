@@ -45,6 +45,36 @@ describe('EventQueue', () => {
     expect([ended, overflowed]).toEqual([1, 0]);
   });
 
+  it('holds a deleted trainer’s final events shared between its subscribers, not a copy per subscriber', async () => {
+    const run = Array.from({ length: 100_000 }, (_, i) => i);
+    // As the bus hands them over: one array per DeletionMessage, the same for every subscriber.
+    const chunks = Array.from({ length: 100 }, (_, i) => run.slice(i * 1000, (i + 1) * 1000));
+    const before = process.memoryUsage().heapUsed;
+    const queues = Array.from({ length: 200 }, () => {
+      const queue = new EventQueue<number>(() => undefined, undefined, 3);
+      queue.push(-1);
+      for (const chunk of chunks) queue.pushFinal(chunk, false);
+      queue.pushFinal([], true);
+      return queue;
+    });
+    // A copy per subscriber would be 200 x 100,000 references (about 160 MB).
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(40 * 1024 * 1024);
+    const taken: number[] = [];
+    for await (const item of queues[0]) taken.push(item);
+    expect(taken).toEqual([-1, ...run]);
+  });
+
+  it('hands a waiting reader the first of a final run, then the rest in order', async () => {
+    const queue = new EventQueue<number>(() => undefined);
+    const waiting = queue.next();
+    queue.pushFinal([1, 2, 3], false);
+    queue.pushFinal([4], true);
+    expect(await waiting).toEqual({ value: 1, done: false });
+    const taken: number[] = [];
+    for await (const item of queue) taken.push(item);
+    expect(taken).toEqual([2, 3, 4]);
+  });
+
   it('answers a waiting reader with the end when the final events are none', async () => {
     let ended = 0;
     const queue = new EventQueue<number>(() => (ended += 1));
