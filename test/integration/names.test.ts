@@ -204,7 +204,13 @@ describe.each(databases)('names and nicknames on %s', (kind) => {
       it('finds nobody for a nickname too short or of other characters, even when such a row is stored', async () => {
         expect(await found(short.trainer.nickname)).toEqual(nobody());
         expect(await found(odd.trainer.nickname)).toEqual(nobody());
-        expect(await found('')).toEqual(nobody());
+      });
+
+      it('takes an empty nickname as no condition of the list (a cleared search box), and trainerByNickname finds nobody by it', async () => {
+        const empty = await found('');
+        expect(empty.totalCount).toBeGreaterThanOrEqual(3);
+        expect(empty.filtered).toEqual(expect.arrayContaining([mbob.trainer.id, short.trainer.id, odd.trainer.id]));
+        if (api.name !== 'rest') expect(empty).toMatchObject({ byNickname: null });
       });
     });
   });
