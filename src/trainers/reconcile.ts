@@ -22,7 +22,8 @@ export interface Reconciled {
 /**
  * Makes what the service maintains in each write exact again after rows were changed by plain
  * SQL (an import): every trainer's creatures_owned, its nickname suffixes (nicknameContains) and
- * the counts by team (totalCount). It walks the trainer ids up to the last one there when it
+ * the counts by team (totalCount); and removes the creatures that a trainer's deletion stopped
+ * midway (the process or the database went away) left behind, invisible. It walks the trainer ids up to the last one there when it
  * starts (ReconcileQueries.lastId), TRAINERS_PER_CHUNK at a time, then every bucket of counts
  * that holds a trainer or a count, one at a time, each in a short transaction of its own, so
  * instances keep serving meanwhile. It never removes what a write made while it ran: a trainer
@@ -33,19 +34,29 @@ export interface Reconciled {
 export async function reconcile(queries: ReconcileQueries, log: ReconcileLog, chunk = TRAINERS_PER_CHUNK): Promise<Reconciled> {
   let trainers = 0;
   let countsChanged = 0;
+  let creaturesRemoved = 0;
+  const range = async (from: number, to: number) => {
+    const done = await queries.trainers(from, to);
+    countsChanged += done.countsChanged;
+    creaturesRemoved += done.creaturesRemoved;
+  };
   const top = await queries.lastId();
   let last = 0;
   for (;;) {
     const ids = await queries.idsAfter(last, top, chunk);
     if (ids.length === 0) break;
     const to = ids[ids.length - 1];
-    countsChanged += await queries.trainers(last, to);
+    await range(last, to);
     trainers += ids.length;
     last = to;
   }
-  // Suffixes left above the last trainer, up to the last id there was (trainers removed by plain SQL).
-  if (last < top) countsChanged += await queries.trainers(last, top);
-  log.info({ trainers, countsChanged }, 'reconcile: creature counts and nickname suffixes done');
+  // Suffixes and creatures left above the last trainer, up to the last id there was (trainers
+  // removed by plain SQL, or a deletion that stopped midway).
+  if (last < top) await range(last, top);
+  log.info(
+    { trainers, countsChanged, creaturesRemoved },
+    "reconcile: creature counts, nickname suffixes and deleted trainers' creatures done",
+  );
 
   let buckets = 0;
   for (let bucket = await queries.nextBucket(0); bucket !== null; bucket = await queries.nextBucket(bucket + 1)) {

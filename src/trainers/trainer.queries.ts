@@ -602,15 +602,20 @@ export class ReconcileQueries {
   constructor(private readonly sql: Sql) {}
 
   /**
-   * The highest trainer id that the trainers or their nickname suffixes hold now (0: none). Above
-   * it, every row is a later write's (ids only grow), which reconcile leaves as it is.
+   * The highest trainer id that the trainers, their nickname suffixes or creatures hold now (0:
+   * none). Above it, every row is a later write's (ids only grow), which reconcile leaves as it is.
    */
   async lastId(): Promise<number> {
-    const [row] = await this.sql.rows<{ trainer: number | string | null; suffix: number | string | null }>(
-      'SELECT (SELECT MAX(id) FROM trainer) AS trainer, (SELECT MAX(trainer_id) FROM trainer_nickname_suffix) AS suffix',
+    const [row] = await this.sql.rows<{
+      trainer: number | string | null;
+      suffix: number | string | null;
+      creature: number | string | null;
+    }>(
+      'SELECT (SELECT MAX(id) FROM trainer) AS trainer, (SELECT MAX(trainer_id) FROM trainer_nickname_suffix) AS suffix,' +
+        ' (SELECT MAX(trainer_id) FROM creature) AS creature',
       [],
     );
-    return Math.max(sqlInt(row?.trainer ?? 0), sqlInt(row?.suffix ?? 0));
+    return Math.max(sqlInt(row?.trainer ?? 0), sqlInt(row?.suffix ?? 0), sqlInt(row?.creature ?? 0));
   }
 
   /** The ids of up to `limit` trainers above `afterId` and up to `upTo`, in order. */
@@ -624,8 +629,10 @@ export class ReconcileQueries {
 
   /**
    * For the trainers with ids above `from` and up to `to`: their nickname suffixes written anew
-   * (those of trainers no longer there go) and their creatures_owned set to their creature rows,
-   * in one transaction. How many trainers' counts changed.
+   * (those of trainers no longer there go), the creatures of trainers no longer there removed
+   * (a deletion that stopped midway leaves them, invisible: AccountService.remove), and their
+   * creatures_owned set to their creature rows, in one transaction. How many trainers' counts
+   * changed, and how many such creatures were removed.
    *
    * On MySQL the range's trainer rows are locked first, as every other write of a trainer does
    * (a registration inserts its row first; a rename, a deletion and a creature write lock it
@@ -634,7 +641,7 @@ export class ReconcileQueries {
    * asking for a row in between deadlocked with it. At READ COMMITTED, nothing outside the
    * range's rows is locked (no gaps): registrations, whose rows and suffixes lie above it, go on.
    */
-  async trainers(from: number, to: number): Promise<number> {
+  async trainers(from: number, to: number): Promise<{ countsChanged: number; creaturesRemoved: number }> {
     const count = '(SELECT COUNT(*) FROM creature c WHERE c.trainer_id = trainer.id)';
     const statements: BatchStatement[] = [
       // By the primary key, as the other writes lock a trainer: through IX_trainer_id, which the
@@ -645,10 +652,14 @@ export class ReconcileQueries {
         : []),
       { sql: 'DELETE FROM trainer_nickname_suffix WHERE trainer_id > ? AND trainer_id <= ?', params: [from, to] },
       { sql: suffixesOf(this.sql.isMysql, 't.id > ? AND t.id <= ?'), params: [from, to] },
+      {
+        sql: 'DELETE FROM creature WHERE trainer_id > ? AND trainer_id <= ? AND NOT EXISTS (SELECT 1 FROM trainer t WHERE t.id = creature.trainer_id)',
+        params: [from, to],
+      },
       { sql: `UPDATE trainer SET creatures_owned = ${count} WHERE id > ? AND id <= ? AND creatures_owned <> ${count}`, params: [from, to] },
     ];
     const results = await this.sql.batch(statements, { readCommitted: true });
-    return results[results.length - 1].affected;
+    return { countsChanged: results[results.length - 1].affected, creaturesRemoved: results[results.length - 2].affected };
   }
 
   /** The bucket of trainer_count that holds `id`. */

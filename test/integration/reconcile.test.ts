@@ -5,9 +5,9 @@ import { createDataSource } from '../../src/db/data-source';
 import { databases, runReconcile, startTestApp, type TestApp } from '../helpers/app';
 import { gql } from '../helpers/graphql';
 import { graphqlDriver, restDriver, type Outcome } from '../helpers/drivers';
-import { createTrainer, TEST_PASSWORD, unique, type TrainerFixture } from '../helpers/factories';
-import { ReconcileQueries } from '../../src/trainers/trainer.queries';
-import type { Sql } from '../../src/db/sql';
+import { createCreature, createTrainer, TEST_PASSWORD, unique, type TrainerFixture } from '../helpers/factories';
+import { ReconcileQueries, TrainerQueries } from '../../src/trainers/trainer.queries';
+import { Sql } from '../../src/db/sql';
 import { AppError } from '../../src/errors';
 import { Team } from '../../src/trainers/team';
 
@@ -161,6 +161,30 @@ describe.each(databases)('npm run reconcile while instances serve, on %s', (kind
         await sqlCount(" WHERE team = 'VALOR'"),
       );
     }
+    expect(await drift(t)).toEqual({ suffixes: [], counts: [], owned: 0 });
+  });
+
+  it('removes the creatures that deletions stopped midway left behind (one trainer inside the id range, one at its top), and no other', async () => {
+    const before = await createTrainer(t.app);
+    const kept = await createTrainer(t.app);
+    const last = await createTrainer(t.app);
+    for (const name of ['Left one', 'Left two', 'Left three']) {
+      for (const trainer of [before, kept, last]) await createCreature(t.app, trainer.trainer.id, { name });
+    }
+    // Only a deletion's first transaction: the trainer, its sessions and its counts go, its
+    // creatures stay, as when the process stops before it has removed them.
+    const queries = new TrainerQueries(new Sql(t.app.dataSource, { timeoutMs: 5000, slowMs: 5000 }));
+    for (const trainer of [before, last]) expect(await queries.deleteAccount(trainer.trainer.id)).not.toBeNull();
+    const creaturesOf = async (trainer: TrainerFixture) => {
+      const [row] = await t.app.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM creature WHERE trainer_id = ?', [
+        trainer.trainer.id,
+      ]);
+      return Number(row.n);
+    };
+    expect([await creaturesOf(before), await creaturesOf(kept), await creaturesOf(last)]).toEqual([3, 3, 3]);
+    await runReconcile(t.config.database);
+    expect([await creaturesOf(before), await creaturesOf(kept), await creaturesOf(last)]).toEqual([0, 3, 0]);
+    expect(value(await restDriver(t.app).getTrainer(kept.token, String(kept.trainer.id))).creaturesOwned).toBe(3);
     expect(await drift(t)).toEqual({ suffixes: [], counts: [], owned: 0 });
   });
 
