@@ -54,9 +54,9 @@ const { values: args } = parseArgs({
     'cpu-prof': { type: 'string' },
     subscribers: { type: 'string' },
     rate: { type: 'string' },
-    // The Node binary that runs the service's instances (default: the one running the bench, which
-    // also runs the baseline and the load): two Node versions compared against one baseline.
-    'service-node': { type: 'string' },
+    // Another Node binary: one more instance of the service runs on it, and the main cases run on
+    // both instances side by side in the same rounds, against the same baseline.
+    'compare-node': { type: 'string' },
   },
 });
 
@@ -109,17 +109,26 @@ async function databaseUrl(): Promise<{ url: string; seeded: boolean }> {
   return { url, seeded: false };
 }
 
-const serviceNode = args['service-node'] ?? process.execPath;
+const compareNode = args['compare-node'];
+/** The version of `--compare-node`, as its cases are named. */
+const comparedVersion = compareNode ? execFileSync(compareNode, ['--version'], { encoding: 'utf8' }).trim() : undefined;
+/** The service cases that also run on the instance of `--compare-node`. */
+const COMPARED_CASES = [
+  'GraphQL trainer(id)',
+  'REST GET /trainer/:id',
+  'REST GET /trainer (list)',
+  'GraphQL trainers page 100 × creatures 10',
+  'GraphQL createCreature + deleteCreature',
+];
 
-/** The machine, and the Node versions of the bench (baseline, load) and of the service. */
+/** The machine, and the Node versions of the bench (the baseline, the load, the service) and of `--compare-node`. */
 function describeMachine(): string {
-  const service = execFileSync(serviceNode, ['--version'], { encoding: 'utf8' }).trim();
-  const node = service === process.version ? `Node ${process.version}` : `Node ${process.version}, the service on Node ${service}`;
+  const node = comparedVersion ? `Node ${process.version} (and ${comparedVersion} for the cases marked so)` : `Node ${process.version}`;
   return `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${node}`;
 }
 
-/** A process of the service (or, with `node`, another program), logging its stderr. */
-function start(command: string[], env: Record<string, string>, name: string, node = serviceNode): ChildProcess {
+/** A process of the service (or, with `node`, the same on another Node binary), logging its stderr. */
+function start(command: string[], env: Record<string, string>, name: string, node = process.execPath): ChildProcess {
   const child = spawn(node, command, {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', ...env },
@@ -186,9 +195,10 @@ interface CaseSpec {
   name: string;
   /**
    * `traced`: a second instance of the service, the same but with tracing on (OTLP to a local
-   * sink); `replicated`: a third, with one read replica (MySQL runs only).
+   * sink); `replicated`: a third, with one read replica (MySQL runs only); `compared`: a fourth,
+   * the same as the first but on `--compare-node`.
    */
-  target: 'service' | 'baseline' | 'traced' | 'replicated';
+  target: 'service' | 'baseline' | 'traced' | 'replicated' | 'compared';
   requests: AutocannonRequest[];
   /** Fewer connections than the rest: a latency case (the time one request takes, without queueing). */
   connections?: number;
@@ -273,6 +283,9 @@ interface Servers {
   /** The service with DATABASE_REPLICA_URLS set (MySQL runs only). */
   readonly replicated: ChildProcess | undefined;
   readonly replicatedBase: string;
+  /** The service on `--compare-node`. */
+  readonly compared: ChildProcess | undefined;
+  readonly comparedBase: string;
   readonly sink: Server;
   /** Starts the service again, as `npm start` would (for the soak runs on a fresh process). */
   restartService(): Promise<void>;
@@ -321,6 +334,7 @@ async function startServers(url: string, trusted: boolean): Promise<Servers> {
   const sink = await otlpSink();
   const tracedPort = servicePort + 2000;
   const replicatedPort = servicePort + 3000;
+  const comparedPort = servicePort + 4000;
   const replicaUrl = args['replica-url'] ?? process.env.BENCH_REPLICA_URL ?? url;
   const servers: Servers = {
     service: start(entry, serviceEnv, 'service'),
@@ -339,12 +353,13 @@ async function startServers(url: string, trusted: boolean): Promise<Servers> {
       ? start(entry, { ...serviceEnv, PORT: String(replicatedPort), DATABASE_REPLICA_URLS: replicaUrl }, 'replicated')
       : undefined,
     replicatedBase: `http://127.0.0.1:${replicatedPort}`,
+    compared: compareNode ? start(entry, { ...serviceEnv, PORT: String(comparedPort) }, 'compared', compareNode) : undefined,
+    comparedBase: `http://127.0.0.1:${comparedPort}`,
     sink,
     baseline: start(
       ['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'],
       { PORT: String(baselinePort), DATABASE_URL: url, JWT_SECRET },
       'baseline',
-      process.execPath,
     ),
     serviceBase: `http://127.0.0.1:${servicePort}`,
     baselineBase: `http://127.0.0.1:${baselinePort}`,
@@ -359,6 +374,7 @@ async function startServers(url: string, trusted: boolean): Promise<Servers> {
   await waitFor(`${servers.serviceBase}/readyz`, servers.service);
   await waitFor(`${servers.tracedBase}/readyz`, servers.traced);
   if (servers.replicated) await waitFor(`${servers.replicatedBase}/readyz`, servers.replicated);
+  if (servers.compared) await waitFor(`${servers.comparedBase}/readyz`, servers.compared);
   await waitFor(`${servers.baselineBase}/stats`, servers.baseline);
   return servers;
 }
@@ -415,7 +431,7 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
     }
   }
 
-  return [
+  const cases: CaseSpec[] = [
     { name: 'baseline GET /trainer/:id', target: 'baseline', requests: [get(() => `/trainer/${randomId()}`)] },
     { name: 'GraphQL trainer(id)', target: 'service', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
     {
@@ -514,6 +530,13 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
       ],
     },
   ];
+  // With --compare-node, each of COMPARED_CASES again on that Node, right after its own: the two
+  // alternate in every round, against the same baseline.
+  return cases.flatMap((spec) =>
+    comparedVersion && COMPARED_CASES.includes(spec.name)
+      ? [spec, { ...spec, name: `${spec.name} [Node ${comparedVersion}]`, target: 'compared' as const }]
+      : [spec],
+  );
 }
 
 const TRAINER_CASE = 'GraphQL trainer(id)';
@@ -528,6 +551,7 @@ async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResul
     service: servers.serviceBase,
     traced: servers.tracedBase,
     replicated: servers.replicatedBase,
+    compared: servers.comparedBase,
     baseline: servers.baselineBase,
   } as const;
   const baseOf = (spec: CaseSpec) => bases[spec.target];
@@ -817,6 +841,7 @@ async function main(): Promise<void> {
     servers.service.kill('SIGTERM');
     servers.traced.kill('SIGTERM');
     servers.replicated?.kill('SIGTERM');
+    servers.compared?.kill('SIGTERM');
     servers.baseline.kill('SIGTERM');
     servers.sink.close();
   }
