@@ -59,13 +59,11 @@ export function methodsByPath(app: FastifyInstance): { answerOthers(): void } {
   });
   return {
     answerOthers() {
+      // The 405 routes registered here are not recorded in turn.
       open = false;
       for (const [url, methods] of taken) {
-        methodNotAllowed(
-          app,
-          url,
-          [...methods].sort((a, b) => allowRank(a) - allowRank(b)),
-        );
+        const allowed = [...methods].sort((a, b) => allowRank(a) - allowRank(b));
+        methodNotAllowed(app, url, allowed);
       }
     },
   };

@@ -28,6 +28,7 @@ export function guardRoutes(app: FastifyInstance): void {
     const auth = route.config?.auth;
     if (auth === undefined) throw new Error(`${String(route.method)} ${route.url}: say who may call it (config.auth)`);
     if (auth === 'none') return;
+    // What the OpenAPI document says of the route.
     if (route.schema) route.schema.security = [{ bearerAuth: [] }];
     // The input is checked before the session; a refusal waits in request.validationError (below).
     if (auth === 'token') route.attachValidation = true;
@@ -37,6 +38,7 @@ export function guardRoutes(app: FastifyInstance): void {
     if (auth === 'session') await request.auth.requireViewer();
     else if (auth === 'token') request.auth.tokenId();
   });
+  // Only `token` routes attach their validation errors (above).
   app.addHook('preHandler', async (request) => {
     if (!request.validationError) return;
     await request.auth.requireViewer();
