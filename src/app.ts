@@ -24,7 +24,7 @@ import { errorForLog } from './log';
 import { databaseGate, registerHealthRoutes } from './ops/health';
 import { registerObservability } from './ops/observability';
 import { registerSecurityHeaders } from './ops/security';
-import { restRoutes } from './rest/routes';
+import { restRoutes } from './rest/plugin';
 import { createServices, type Services } from './services';
 import type { Tracing } from './telemetry/spans';
 import { Replicas } from './db/replicas';

@@ -34,3 +34,37 @@ export function methodNotAllowed(app: FastifyInstance, url: string, allowed: rea
     handler: async () => undefined,
   });
 }
+
+/** The order an Allow header lists methods in; others (HEAD, OPTIONS, ...) follow. */
+const ALLOW_ORDER = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const allowRank = (method: string) => {
+  const rank = ALLOW_ORDER.indexOf(method);
+  return rank === -1 ? ALLOW_ORDER.length : rank;
+};
+
+/**
+ * Records the method of every route registered in `app`'s scope from now on (its child plugins'
+ * included); once they are all registered, `answerOthers()` makes each of their paths answer 405
+ * for every other method (methodNotAllowed). What a path takes is thus said once, by its routes.
+ */
+export function methodsByPath(app: FastifyInstance): { answerOthers(): void } {
+  const taken = new Map<string, string[]>();
+  let open = true;
+  app.addHook('onRoute', (route) => {
+    if (!open) return;
+    const methods = typeof route.method === 'string' ? [route.method] : route.method;
+    const listed = taken.get(route.url) ?? [];
+    for (const method of methods) if (!listed.includes(method)) listed.push(method);
+    taken.set(route.url, listed);
+  });
+  return {
+    answerOthers() {
+      // The 405 routes registered here are not recorded in turn.
+      open = false;
+      for (const [url, methods] of taken) {
+        const allowed = [...methods].sort((a, b) => allowRank(a) - allowRank(b));
+        methodNotAllowed(app, url, allowed);
+      }
+    },
+  };
+}

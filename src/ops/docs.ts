@@ -10,6 +10,42 @@ declare module 'fastify' {
   }
 }
 
+/** Create, read, update, delete: the order of a path's operations in the document. */
+const OPERATION_ORDER = ['post', 'get', 'put', 'patch', 'delete'];
+const operationRank = (method: string) => {
+  const rank = OPERATION_ORDER.indexOf(method);
+  return rank === -1 ? OPERATION_ORDER.length : rank;
+};
+
+/** `record`'s keys, in place, in the order `compare` gives its entries. */
+function reorder(record: object, compare: (a: [string, unknown], b: [string, unknown]) => number): void {
+  const entries = Object.entries(record).sort(compare);
+  for (const [key] of entries) Reflect.deleteProperty(record, key);
+  for (const [key, value] of entries) Reflect.set(record, key, value);
+}
+
+const entriesOf = (value: unknown): [string, unknown][] => (typeof value === 'object' && value !== null ? Object.entries(value) : []);
+
+/**
+ * The paths by the document's tags (as Swagger UI groups them), then by path; a path's
+ * operations in OPERATION_ORDER. So the document does not depend on the order in which the
+ * routes happen to be registered (one plugin per resource, src/rest/plugin.ts).
+ */
+function putInDocumentOrder(paths: object, tags: readonly string[]): void {
+  const tagRank = (item: unknown) => {
+    const ranks = entriesOf(item).map(([, operation]) => {
+      const first = entriesOf(operation).find(([key]) => key === 'tags')?.[1];
+      const rank = tags.indexOf(Array.isArray(first) ? String(first[0]) : '');
+      return rank === -1 ? tags.length : rank;
+    });
+    return Math.min(tags.length, ...ranks);
+  };
+  reorder(paths, ([a, itemA], [b, itemB]) => tagRank(itemA) - tagRank(itemB) || (a < b ? -1 : a > b ? 1 : 0));
+  for (const [, item] of entriesOf(paths)) {
+    if (typeof item === 'object' && item !== null) reorder(item, ([a], [b]) => operationRank(a) - operationRank(b));
+  }
+}
+
 /**
  * OpenAPI 3.1 generated from the REST routes' schemas (only tagged routes: the shim), served at
  * /openapi.json, and Swagger UI at /docs from the package's own files, so it works offline.
@@ -39,6 +75,11 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
     // cannot say so, and @fastify/swagger always marks a body schema required).
     transformObject: (documentObject) => {
       const document = 'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject;
+      if (document.paths)
+        putInDocumentOrder(
+          document.paths,
+          (document.tags ?? []).map((tag) => tag.name),
+        );
       const paths: unknown[] = Object.values(document.paths ?? {});
       for (const path of paths) {
         const operations: unknown[] = typeof path === 'object' && path !== null ? Object.values(path) : [];

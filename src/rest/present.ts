@@ -1,7 +1,10 @@
 import type { Creature } from '../creatures/creature.entity';
 import type { Team } from '../trainers/team';
+import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
+import { CONDITION_NAMES, type TrainerConditions } from '../trainers/trainer-filter';
 import { visibleEmail } from '../trainers/trainer.service';
+import { paths } from './paths';
 
 /*
  * How the REST shim shows the services' objects: plain objects with the properties of the
@@ -50,6 +53,12 @@ export function presentTrainer(trainer: Trainer, readerId: number): TrainerJson 
   };
 }
 
+/** A trainer read for `readerId` (presentTrainer), or NOT_FOUND when there is none with that id (GraphQL answers null). */
+export function presentFoundTrainer(trainer: Trainer | null, id: number, readerId: number): TrainerJson {
+  if (!trainer) throw new AppError('NOT_FOUND', `No trainer with id ${id}`);
+  return presentTrainer(trainer, readerId);
+}
+
 /** A page of trainers (TrainerService.pageWithCount) as GET /trainer sends it to `readerId`. */
 export function presentTrainerPage(
   page: { readonly items: readonly Trainer[]; readonly totalCount: number; readonly nextCursor: string | null },
@@ -71,4 +80,16 @@ export function presentCreature(creature: Creature) {
     trainerId: creature.trainerId,
     createdAt: creature.createdAt,
   };
+}
+
+/** The Link header of a page of trainers that another follows (rel="next": the same conditions, after its cursor), or undefined. */
+export function nextTrainersLink(page: TrainerPageJson, filter: TrainerConditions): string | undefined {
+  if (page.nextCursor === null) return undefined;
+  // A cursor is URL-safe already (base64url and a dot); filter values are encoded.
+  let next = `limit=${page.limit}&after=${page.nextCursor}`;
+  for (const name of CONDITION_NAMES) {
+    const value = filter[name];
+    if (value !== undefined) next += `&${name}=${encodeURIComponent(value)}`;
+  }
+  return `<${paths.trainers}?${next}>; rel="next"`;
 }

@@ -278,6 +278,9 @@ export const authPayloadSchema = {
   additionalProperties: false,
 } as const;
 
+/** A JSON answer's documentation: its schema and what it is. */
+export const jsonResponse = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
+
 /** The documented error answers of a route: each catalogue code it can give, as problem+json. */
 export function errorResponses(...codes: ErrorCode[]): Record<number, unknown> {
   const byStatus = new Map<number, ErrorCode[]>();

@@ -1,5 +1,6 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
+import { validateOrThrow } from '../common/validation';
 import type { FieldError } from '../errors';
 
 /*
@@ -50,6 +51,13 @@ export function createRestValidatorCompiler(): FastifySchemaCompiler<ObjectSchem
   const bodyAjv = new Ajv({ ...options, coerceTypes: false, verbose: true });
   const textAjv = new Ajv({ ...options, coerceTypes: true });
   return ({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : decimalIntegers(schema, textAjv.compile(schema)));
+}
+
+/** A body that passed its schema, checked by the same value rules as GraphQL: copied into the input class and checked by class-validator. */
+export async function validInput<T extends object>(Input: new () => T, body: unknown): Promise<T> {
+  const input = Object.assign(new Input(), body);
+  await validateOrThrow(input);
+  return input;
 }
 
 const RULES_IN_DESCRIPTION = new Set(['pattern', 'minLength', 'maxLength']);
