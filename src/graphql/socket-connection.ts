@@ -50,6 +50,14 @@ export interface SocketServices {
   readonly subscribes: RateLimiterMemory;
 }
 
+/** The session a connection's token names, as connection_init found it. */
+interface Session {
+  readonly auth: RequestAuth;
+  readonly trainerId: number;
+  readonly sessionId: number;
+  readonly expiresAtMs: number;
+}
+
 /**
  * One WebSocket connection's state and rules: who it speaks for (its token's session, checked at
  * each subscribe, when told that sessions ended, and at each periodic check; closed with 4401 once
@@ -68,8 +76,8 @@ export class SocketConnection implements NonNullable<GraphQLContext['connection'
    */
   private readonly subscriptions = new Set<string>();
   private closed = false;
-  private session:
-    { readonly auth: RequestAuth; readonly trainerId: number; readonly sessionId: number; readonly expiresAtMs: number } | undefined;
+  /** Who it speaks for, from connection_init on. */
+  private session: Session | undefined;
   /** Closes the socket (4401) when its token expires. */
   private expiry: NodeJS.Timeout | undefined;
   private readonly ping: NodeJS.Timeout;
