@@ -2,9 +2,7 @@ import 'reflect-metadata';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import { RedisEventRelay } from './events/redis-relay';
-import { RedisSessionEndings } from './auth/session-endings';
-import { RedisListChanges } from './trainers/trainer-lists';
+import { LocalChannels, RedisChannels, type Channels } from './common/channel';
 import { trustedProxies } from './http/client-address';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
@@ -90,22 +88,14 @@ function connectRedis(url: string, app: FastifyInstance): Redis {
 }
 
 /**
- * Creature events and session endings through Redis, for every instance. Subscribing needs a
- * connection of its own, which queues its SUBSCRIBE commands while Redis is away and follows its
- * channels again once it is back.
+ * Creature events, session endings and list changes: through Redis for every instance with
+ * REDIS_URL (over the rate-limit store's connection and a subscriber of their own), else in this
+ * process. They close with the app.
  */
-function relayThroughRedis(redis: Redis, services: Services, app: FastifyInstance): void {
-  const subscriber = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
-  subscriber.on('error', (error) =>
-    app.log.warn({ err: error }, 'redis unavailable; creature events, session endings and list changes reach this instance only'),
-  );
-  // disconnect, not quit: quit would wait behind commands queued while Redis is away.
-  app.addHook('onClose', async () => subscriber.disconnect());
-  services.events.relayThrough(new RedisEventRelay(redis, subscriber, (event) => services.events.deliver(event), app.log));
-  services.sessionEndings.relayThrough(
-    new RedisSessionEndings(redis, subscriber, (ended) => services.sessionEndings.deliver(ended), app.log),
-  );
-  services.lists.relayThrough(new RedisListChanges(redis, subscriber, (change) => services.lists.deliver(change), app.log));
+function openChannels(redis: Redis | undefined, app: FastifyInstance): Channels {
+  const channels = redis ? new RedisChannels(redis, app.log) : new LocalChannels();
+  app.addHook('onClose', () => channels.close());
+  return channels;
 }
 
 /** The read replicas' pools, their probes and the primary's heartbeat; closed with the app. */
@@ -202,9 +192,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
     const replicas = config.replicaUrls.length > 0 ? startReplicas(config, dataSource, app, tracing) : undefined;
     const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
-    const services = createServices(dataSource, config, redis, tracing, replicas, { listClock: options.listClock });
+    const channels = openChannels(redis, app);
+    const services = createServices(dataSource, config, redis, tracing, replicas, { listClock: options.listClock, channels });
     app.decorate('services', services);
-    if (redis) relayThroughRedis(redis, services, app);
     const purge = schedulePurge(services.sessions, app.log);
     app.addHook('onClose', () => purge.stop());
 

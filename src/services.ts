@@ -16,8 +16,10 @@ import { TrainerLists } from './trainers/trainer-lists';
 import { CursorCodec } from './common/cursor';
 import { SessionQueries } from './auth/session.queries';
 import { SessionService } from './auth/session.service';
-import { SessionEndings } from './auth/session-endings';
-import { CreatureEventBus } from './events/event-bus';
+import { SESSION_ENDINGS, type SessionEndings } from './auth/session-endings';
+import { CREATURE_EVENTS, CreatureEventBus } from './events/event-bus';
+import { LIST_CHANGES } from './trainers/trainer-lists';
+import { LocalChannels, type Channels } from './common/channel';
 import { AccountService } from './trainers/account.service';
 import type { Tracing } from './telemetry/spans';
 import type { Replicas } from './db/replicas';
@@ -46,6 +48,7 @@ export interface Services {
  * @param tracing with tracing on: spans of the statements run on SQLite
  * @param replicas read replicas, for the reads that may lag
  * @param listClock the clock of the kept list ids' age (BuildOptions.listClock)
+ * @param channels where events, session endings and list changes travel (over Redis with REDIS_URL)
  */
 export function createServices(
   dataSource: DataSource,
@@ -53,14 +56,14 @@ export function createServices(
   redis?: Redis,
   tracing?: Tracing,
   replicas?: Replicas,
-  { listClock }: { listClock?: () => number } = {},
+  { listClock, channels = new LocalChannels() }: { listClock?: () => number; channels?: Channels } = {},
 ): Services {
   const sql = new Sql(dataSource, { timeoutMs: QUERY_TIMEOUT_MS, slowMs: config.slowQueryMs }, tracing, replicas);
   const trainerQueries = new TrainerQueries(sql);
   const creatureQueries = new CreatureQueries(sql);
   const delay = new RefusalDelay(config.rateLimitedDelayMs);
   const hasher = new PasswordHasher(undefined, delay);
-  const events = new CreatureEventBus((trainerId) => trainerQueries.eventSeq(trainerId));
+  const events = new CreatureEventBus((trainerId) => trainerQueries.eventSeq(trainerId), undefined, channels.keyed(CREATURE_EVENTS));
   const creatures = new CreatureService(creatureQueries, trainerQueries, events, config.maxOffset);
   const throttle = new LoginThrottle({
     maxFailures: config.loginMaxFailures,
@@ -71,7 +74,7 @@ export function createServices(
     redis,
     delay,
   });
-  const lists = new TrainerLists(trainerQueries, config.maxOffset, listClock);
+  const lists = new TrainerLists(trainerQueries, config.maxOffset, listClock, channels.channel(LIST_CHANGES));
   const trainers = new TrainerService(
     trainerQueries,
     lists,
@@ -80,7 +83,7 @@ export function createServices(
     new CursorCodec(config.jwtSecret, 'trainers'),
     config.maxOffset,
   );
-  const sessionEndings = new SessionEndings();
+  const sessionEndings: SessionEndings = channels.channel(SESSION_ENDINGS);
   const sessions = new SessionService(
     new SessionQueries(sql),
     config.refreshTtlSeconds,

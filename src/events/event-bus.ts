@@ -1,5 +1,5 @@
+import { localChannel, type KeyedChannel, type KeyedChannelSpec } from '../common/channel';
 import { deletedEvents, isDeletion, type BusMessage, type CreatureEventMessage } from './creature-event';
-import type { RedisEventRelay } from './redis-relay';
 
 /** Events waiting for one subscriber before it counts as too slow and is dropped. */
 const MAX_QUEUED_EVENTS = 256;
@@ -163,6 +163,32 @@ const GAP_WAIT_MS = 1000;
 /** Events held back behind a gap, per trainer, before the gap counts as lost at once. */
 const MAX_HELD = 1024;
 
+const trainerOf = (message: BusMessage): number => (isDeletion(message) ? message.trainerId : message.creature.trainerId);
+
+/**
+ * Creature events between instances: a channel per trainer, which an instance follows while it
+ * has subscribers of that trainer. Whatever arrives is checked before it reaches a subscriber.
+ */
+export const CREATURE_EVENTS: KeyedChannelSpec<BusMessage> = {
+  name: 'registry:creature-events:',
+  field: 'event',
+  label: 'creature events',
+  keyOf: trainerOf,
+  decode: (value) => {
+    if (typeof value !== 'object' || value === null) return undefined;
+    const event = value as BusMessage;
+    if (!Number.isSafeInteger(event.seq)) return undefined;
+    if (event.kind !== 'TRAINER_DELETED') {
+      const { creature } = event;
+      return typeof creature === 'object' && creature !== null && typeof creature.trainerId === 'number' ? event : undefined;
+    }
+    const { trainerId, creatures, last, trainer } = event;
+    if (!Number.isSafeInteger(trainerId) || !Array.isArray(creatures) || typeof last !== 'boolean') return undefined;
+    if (typeof trainer !== 'object' || trainer === null || trainer.id !== trainerId) return undefined;
+    return event;
+  },
+};
+
 /** Where the bus reads a trainer's last event number (null: no such trainer). */
 export type EventPosition = (trainerId: number) => Promise<number | null>;
 
@@ -184,7 +210,8 @@ interface Stream {
 /**
  * Where creature events go after their write has committed, and where subscriptions find them:
  * listeners by trainer, in this process, and with REDIS_URL every other instance's too (see
- * RedisEventRelay).
+ * CREATURE_EVENTS). Events published while Redis is unreachable reach only the publishing
+ * instance's subscribers.
  *
  * Order: each event carries its trainer's event number, given in the write's transaction (see
  * CreatureService), so numbers follow commit order. Events can still arrive out of order (two
@@ -199,21 +226,19 @@ export class CreatureEventBus {
   private readonly streams = new Map<number, Stream>();
   /** Per trainer: writes of its creatures under way in this process (see `during`). */
   private readonly writing = new Map<number, number>();
-  private relay: RedisEventRelay | undefined;
 
   constructor(
     private readonly position: EventPosition,
     private readonly gapWaitMs = GAP_WAIT_MS,
-  ) {}
-
-  /** Shares events with the other instances from now on. */
-  relayThrough(relay: RedisEventRelay): void {
-    this.relay = relay;
+    /** Events to and from the other instances (CREATURE_EVENTS). */
+    private readonly channel: KeyedChannel<BusMessage> = localChannel(),
+  ) {
+    channel.subscribe((message) => this.deliver(message));
   }
 
   /** Delivers to this process's subscribers of the creature's trainer, in the trainer's order. */
   deliver(message: BusMessage): void {
-    const trainerId = isDeletion(message) ? message.trainerId : message.creature.trainerId;
+    const trainerId = trainerOf(message);
     const stream = this.streams.get(trainerId);
     if (!stream) return;
     // Delivered already, or given up on: never twice, never after a later one.
@@ -225,8 +250,7 @@ export class CreatureEventBus {
 
   /** Publishes an event of a committed write: here at once, and to the other instances. */
   publish(message: BusMessage): void {
-    this.deliver(message);
-    this.relay?.publish(message);
+    this.channel.publish(message);
   }
 
   /**
@@ -274,12 +298,10 @@ export class CreatureEventBus {
     );
     joined.listeners.add(listener);
     try {
-      if (this.relay) {
-        joined.followed ??= this.relay.follow(trainerId);
-        // Redis away: the subscription starts anyway, with this instance's events, and the follow
-        // completes once Redis is back.
-        await Promise.race([joined.followed, new Promise((resolve) => setTimeout(resolve, FOLLOW_WAIT_MS).unref())]);
-      }
+      joined.followed ??= this.channel.follow(trainerId);
+      // Redis away: the subscription starts anyway, with this instance's events, and the follow
+      // completes once Redis is back.
+      if (joined.followed) await Promise.race([joined.followed, new Promise((resolve) => setTimeout(resolve, FOLLOW_WAIT_MS).unref())]);
       if (joined.next === undefined) {
         // After following: every event numbered above the position read is then on its way here.
         joined.start ??= this.position(trainerId).finally(() => (joined.start = undefined));
@@ -328,7 +350,7 @@ export class CreatureEventBus {
       stream.gapTimer = undefined;
     }
     if (stream.held.size === 0) return;
-    const fillable = this.writing.has(trainerId) || (this.relay?.connected ?? false);
+    const fillable = this.writing.has(trainerId) || this.channel.connected;
     if (!fillable || stream.held.size >= MAX_HELD) {
       this.skipGap(trainerId, stream);
       return;
@@ -351,6 +373,6 @@ export class CreatureEventBus {
     if (stream.listeners.size > 0 || this.streams.get(trainerId) !== stream) return;
     this.streams.delete(trainerId);
     clearTimeout(stream.gapTimer);
-    this.relay?.unfollow(trainerId);
+    this.channel.unfollow(trainerId);
   }
 }

@@ -1,7 +1,5 @@
 import DataLoader from 'dataloader';
-import type { Redis } from 'ioredis';
-import { randomUUID } from 'node:crypto';
-import type { RelayLog } from '../auth/session-endings';
+import { localChannel, type Channel, type ChannelSpec } from '../common/channel';
 import { Team } from './team';
 import { MAX_LIMIT } from '../common/args';
 import { Trainer as TrainerClass, type Trainer } from './trainer.entity';
@@ -81,7 +79,6 @@ export class TrainerLists {
   private readonly reading = new Map<string, Promise<Prefix>>();
   /** Per list, bumped by every change: a read that a change overtook is not kept. */
   private readonly generations = new Map<string, number>();
-  private relay: RedisListChanges | undefined;
   /** How many ids a list keeps: enough for the page of `limit` MAX_LIMIT (and one more) at the deepest offset kept. */
   private readonly depth: number;
   private readonly span: number;
@@ -105,7 +102,10 @@ export class TrainerLists {
      * back would keep stale ids for as long as the step, one forward would drop fresh ones.
      */
     private readonly now: () => number = () => performance.now(),
+    /** Changes to and from the other instances (LIST_CHANGES). */
+    private readonly changes: Channel<ListChange> = localChannel(),
   ) {
+    changes.subscribe((change) => this.deliver(change));
     this.span = Math.min(maxOffset, SPAN);
     this.depth = this.span + MAX_LIMIT + 1;
   }
@@ -141,12 +141,11 @@ export class TrainerLists {
 
   /** A trainer joined, left or changed team through this instance: on every instance from now on. */
   changed(change: ListChange): void {
-    this.deliver(change);
-    this.relay?.publish(change);
+    this.changes.publish(change);
   }
 
-  /** A change made through another instance (or through this one: see changed). */
-  deliver(change: ListChange): void {
+  /** A change made through this instance or another. */
+  private deliver(change: ListChange): void {
     const lists = [change.from, change.to].filter((team) => team !== undefined).map(listOf);
     // A move between teams leaves the list of every team as it was.
     if (change.from === undefined || change.to === undefined) lists.push(listOf(undefined));
@@ -159,11 +158,6 @@ export class TrainerLists {
       if (kept !== -1 || known.complete)
         this.prefixes.set(list, { ids: kept === -1 ? known.ids : known.ids.slice(0, kept), readAt: known.readAt, complete: false });
     }
-  }
-
-  /** Shares changes with the other instances from now on. */
-  relayThrough(relay: RedisListChanges): void {
-    this.relay = relay;
   }
 
   /** The kept ids of `team`'s list, at least `needed` of them unless the list is shorter: read (again) when stale or short. */
@@ -234,39 +228,17 @@ export class TrainerLists {
   }
 }
 
-const CHANNEL = 'registry:trainer-lists-changed';
+const optionalTeam = (value: unknown): value is Team | undefined => value === undefined || Object.values<unknown>(Team).includes(value);
 
-const optionalTeam = (value: unknown): boolean => value === undefined || Object.values<unknown>(Team).includes(value);
-
-/** List changes over one Redis pub/sub channel that every instance follows from its start. */
-export class RedisListChanges {
-  private readonly origin = randomUUID();
-
-  constructor(
-    private readonly publisher: Redis,
-    subscriber: Redis,
-    deliver: (change: ListChange) => void,
-    private readonly log: RelayLog,
-  ) {
-    subscriber.subscribe(CHANNEL).catch((error: unknown) => log.warn({ err: error }, 'cannot follow list changes through Redis yet'));
-    subscriber.on('message', (channel: string, text: string) => {
-      if (channel !== CHANNEL) return;
-      let envelope: { origin?: unknown; change?: Partial<Record<keyof ListChange, unknown>> };
-      try {
-        envelope = JSON.parse(text) as typeof envelope;
-      } catch {
-        return;
-      }
-      const change = envelope?.change;
-      if (envelope?.origin === this.origin || typeof change !== 'object' || change === null) return;
-      if (!Number.isSafeInteger(change.id) || !optionalTeam(change.from) || !optionalTeam(change.to)) return;
-      deliver(change as ListChange);
-    });
-  }
-
-  publish(change: ListChange): void {
-    this.publisher
-      .publish(CHANNEL, JSON.stringify({ origin: this.origin, change }))
-      .catch((error: unknown) => this.log.warn({ err: error, trainerId: change.id }, 'list change not shared: Redis unavailable'));
-  }
-}
+/** List changes: one channel that every instance follows from its start. */
+export const LIST_CHANGES: ChannelSpec<ListChange> = {
+  name: 'registry:trainer-lists-changed',
+  field: 'change',
+  label: 'list changes',
+  decode: (value) => {
+    if (typeof value !== 'object' || value === null) return undefined;
+    const { id, from, to } = value as Partial<Record<keyof ListChange, unknown>>;
+    if (typeof id !== 'number' || !Number.isSafeInteger(id) || !optionalTeam(from) || !optionalTeam(to)) return undefined;
+    return { id, from, to };
+  },
+};
