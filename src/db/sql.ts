@@ -82,7 +82,7 @@ export interface RetryPolicy {
  * Eight tries over 0.6 to 1.1 s of waits in all: a deadlock is over after one (the other side
  * has gone on), and the budget outlasts a transaction of `npm run reconcile` that holds SQLite.
  */
-export const LOCK_RETRY: RetryPolicy = { attempts: 8, baseMs: 10, capMs: 500 };
+const LOCK_RETRY: RetryPolicy = { attempts: 8, baseMs: 10, capMs: 500 };
 
 /** Lock conflicts a Sql met: tries run again, and writes answered SERVICE_UNAVAILABLE after the last. */
 export interface LockConflicts {

@@ -31,7 +31,7 @@ export interface Reconciled {
  * counted anew in one transaction that registrations in it wait for (no bucket is dropped
  * outside one). It can be run again at any time; nothing of the kind runs when an instance starts.
  */
-export async function reconcile(queries: ReconcileQueries, log: ReconcileLog, chunk = TRAINERS_PER_CHUNK): Promise<Reconciled> {
+async function reconcile(queries: ReconcileQueries, log: ReconcileLog, chunk = TRAINERS_PER_CHUNK): Promise<Reconciled> {
   let trainers = 0;
   let countsChanged = 0;
   let creaturesRemoved = 0;
