@@ -26,9 +26,15 @@ export interface ChangeLog {
   info(details: object, message: string): void;
 }
 
-/** What a trainer's deletion removed: as TrainerQueries.deleteAccount says, and how many creatures it had. */
+/** What a trainer's deletion removed: as TrainerQueries.deleteAccount says, and how many of its creatures. */
 export interface RemovedAccount extends DeletedAccount {
   readonly creatures: number;
+  /**
+   * Set when the database failed while the creatures were being removed: the trainer is gone all
+   * the same (its deletion committed first), the creatures left stay invisible until `npm run
+   * reconcile` removes them; the error's code, for the log.
+   */
+  readonly creaturesLeft?: string;
 }
 
 /** The trainer was deleted after its token was checked. */
@@ -140,8 +146,14 @@ export class AccountService {
     const deleted = await this.remove(viewer.id, proof);
     if (!deleted) throw stale();
     log.info(
-      { trainerId: viewer.id, changed: ['deleted'], creatures: deleted.creatures, sessionsEnded: deleted.sessions },
-      'trainer deleted',
+      {
+        trainerId: viewer.id,
+        changed: ['deleted'],
+        creatures: deleted.creatures,
+        sessionsEnded: deleted.sessions,
+        ...(deleted.creaturesLeft === undefined ? {} : { creaturesLeft: deleted.creaturesLeft }),
+      },
+      deleted.creaturesLeft === undefined ? 'trainer deleted' : 'trainer deleted; some creatures are left for npm run reconcile',
     );
   }
 
@@ -156,7 +168,9 @@ export class AccountService {
    * tokens are refused. Its creatures, which no read shows any more, are then removed a stretch
    * at a time, each stretch's DELETED events published as it goes, with a turn of the event loop
    * between stretches: however many creatures it had, no other request waits for more than a
-   * stretch, and no process holds all of them at once. Resolves once every creature is gone.
+   * stretch, and no process holds all of them at once. Resolves once every creature is gone, or
+   * once the database has failed midway: the deletion has happened by then (a client told
+   * otherwise would retry it and be refused), so it is answered as done, with `creaturesLeft`.
    */
   async remove(trainerId: number, proof?: PasswordProof): Promise<RemovedAccount | null> {
     // As a creature write: while it runs, a gap in the trainer's event numbers may still fill.
@@ -180,10 +194,11 @@ export class AccountService {
           await new Promise((resolve) => setImmediate(resolve));
         }
       } catch (error) {
-        // The database went away midway: the trainer is gone all the same, its subscriptions end
-        // (the missing numbers say events were lost), and the creatures left stay invisible.
+        // The database failed midway: the trainer is gone all the same and its subscriptions end
+        // here, without DELETED events for the creatures left (invisible; reconcile removes them).
         this.events.publish(deletionMessage(trainer, seq, [], true, at));
-        throw error;
+        const code = (error as { code?: unknown }).code;
+        return { ...removed, creatures: seq - removed.lastSeq - 1, creaturesLeft: typeof code === 'string' ? code : 'unknown' };
       }
       return { ...removed, creatures: seq - removed.lastSeq - 1 };
     });

@@ -2,7 +2,9 @@ import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { databases, listen, startTestApp, startTestInstances, type DatabaseKind, type TestApp } from '../helpers/app';
+import { databases, listen, runReconcile, startTestApp, startTestInstances, type DatabaseKind, type TestApp } from '../helpers/app';
+import { AppError } from '../../src/errors';
+import { TrainerQueries } from '../../src/trainers/trainer.queries';
 import { createCreature, createTrainer, signIn, TEST_PASSWORD, unique, type TrainerFixture } from '../helpers/factories';
 import { namedDrivers, restDriver } from '../helpers/drivers';
 import { gql } from '../helpers/graphql';
@@ -107,11 +109,13 @@ describe.each(databases)('accounts on %s', (kind) => {
   let t: TestApp;
   let origin: string;
   const lines: string[] = [];
+  /** The SQL statements sent while `statements.on` (the text only). */
+  const statements = { on: false, sent: [] as string[] };
   beforeAll(async () => {
     t = await startTestApp(
       kind,
       { LOG_LEVEL: 'info', LOGIN_IP_PER_MINUTE: '100000' },
-      { logStream: { write: (line) => lines.push(line) } },
+      { logStream: { write: (line) => lines.push(line) }, onQuery: (sql) => statements.on && statements.sent.push(sql) },
     );
     origin = await listen(t);
   });
@@ -348,8 +352,15 @@ describe.each(databases)('accounts on %s', (kind) => {
     const loop = monitorEventLoopDelay({ resolution: 5 });
     loop.enable();
     const started = performance.now();
+    statements.sent = [];
+    statements.on = true;
     const deletion = await restDriver(t.app).deleteMe(owner.token, String(owner.trainer.id), TEST_PASSWORD);
+    statements.on = false;
     const deletionMs = performance.now() - started;
+    // The creatures went in short statements, none of them over every creature at once.
+    const creatureDeletes = statements.sent.filter((sql) => /^DELETE FROM creature\b/.test(sql));
+    expect(creatureDeletes.length).toBeGreaterThanOrEqual(N / 1000);
+    expect(creatureDeletes.filter((sql) => !/\bid > \? AND id <= \?/.test(sql))).toEqual([]);
     expect(deletion.ok).toBe(true);
     // Nothing of it once deleteMe has answered.
     expect(await restDriver(t.app).getTrainer(bystander.token, String(owner.trainer.id))).toMatchObject({ ok: false, code: 'NOT_FOUND' });
@@ -374,14 +385,57 @@ describe.each(databases)('accounts on %s', (kind) => {
         `event loop delay max ${slowest.loop} ms; ${health.length} /healthz, slowest ${slowest.health} ms; ${reads.length} reads of another trainer, slowest ${slowest.reads} ms; ` +
         `the subscriber had every DELETED event and the end ${Math.round(performance.now() - started)} ms after the call\n`,
     );
-    // The target is 100 ms; the bounds leave room for a loaded 2-core CI machine (this process
-    // also runs the probes and the subscriber) and still refuse a deletion done in one go, which
-    // held the loop for as long as it read and deleted every creature.
-    expect(slowest.loop).toBeLessThanOrEqual(250);
-    expect(slowest.health).toBeLessThanOrEqual(300);
-    expect(slowest.reads).toBeLessThanOrEqual(300);
+    // The target is 100 ms, measured on a quiet machine (printed above); the statements' shape is
+    // asserted above. These bounds only catch a return to one long stall (a deletion in one go held
+    // the loop 0.7-1.2 s on SQLite) and leave room for a loaded 2-core CI machine, where this
+    // process also runs the probes and the subscriber.
+    expect(slowest.loop).toBeLessThanOrEqual(500);
+    expect(slowest.health).toBeLessThanOrEqual(600);
+    expect(slowest.reads).toBeLessThanOrEqual(600);
     socket.socket.terminate();
   }, 240_000);
+
+  it('answers a deletion whose database fails while its creatures are removed as done: the trainer is gone, its subscriber ends, reconcile removes what is left', async () => {
+    const N = 2500;
+    const [owner, watcher] = [await createTrainer(t.app), await createTrainer(t.app)];
+    await manyCreatures(t.app, kind, owner.trainer.id, N);
+    const socket = await openSocket(origin, watcher.token);
+    const before = t.app.services.events.size;
+    socket.subscribe('f', owner.trainer.id);
+    await subscribed(t.app, before);
+    // The database fails at the second stretch of creatures (a fault injected where the service meets it).
+    // Called below with the instance's own `this`.
+    // eslint-disable-next-line @typescript-eslint/unbound-method
+    const original = TrainerQueries.prototype.removeLeftCreatures;
+    let calls = 0;
+    const fault = jest.spyOn(TrainerQueries.prototype, 'removeLeftCreatures').mockImplementation(function (this: TrainerQueries, ...args) {
+      calls += 1;
+      if (calls === 2) return Promise.reject(new AppError('SERVICE_UNAVAILABLE', 'The database is unavailable'));
+      return original.apply(this, args);
+    });
+    try {
+      const deletion = await restDriver(t.app).deleteMe(owner.token, String(owner.trainer.id), TEST_PASSWORD);
+      expect(deletion).toMatchObject({ ok: true });
+    } finally {
+      fault.mockRestore();
+    }
+    expect(await restDriver(t.app).getTrainer(watcher.token, String(owner.trainer.id))).toMatchObject({ ok: false, code: 'NOT_FOUND' });
+    await until(() => socket.completed('f'), 'the end of the subscription');
+    expect(socket.eventsOf('f')).toHaveLength(1000);
+    const left = async () =>
+      Number(
+        (
+          await t.app.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM creature WHERE trainer_id = ?', [
+            owner.trainer.id,
+          ])
+        )[0].n,
+      );
+    expect(await left()).toBe(N - 1000);
+    expect(lines.some((line) => line.includes('"creaturesLeft":"SERVICE_UNAVAILABLE"') && !line.includes(owner.email))).toBe(true);
+    await runReconcile(t.config.database);
+    expect(await left()).toBe(0);
+    socket.socket.terminate();
+  });
 
   it('refuses a flood of wrong current passwords before hashing them, while another trainer logs in', async () => {
     const [victim, bystander] = [await createTrainer(t.app), await createTrainer(t.app)];
