@@ -23,7 +23,7 @@ export class PendingMigrationsError extends Error {
  * rows changed by plain SQL are `npm run reconcile`'s.
  */
 export async function runMigrations(dataSource: DataSource): Promise<string[]> {
-  if (!isMysql(dataSource)) return names(await dataSource.runMigrations({ transaction: 'each' }));
+  if (!isMysql(dataSource)) return sqliteMigrations(dataSource);
   const runner = dataSource.createQueryRunner();
   try {
     const [row] = (await runner.query(TAKE_MIGRATION_LOCK, [LOCK_NAME])) as { locked: number }[];
@@ -37,6 +37,23 @@ export async function runMigrations(dataSource: DataSource): Promise<string[]> {
     await runner.release();
   }
 }
+
+/**
+ * SQLite: migrations are not retried as the API's statements are (Sql's `retried`), so while they
+ * run a statement waits longer for a lock another process holds (`npm run reconcile`, a second
+ * `npm run migrate`) before SQLITE_BUSY; then the connection's usual short wait is back.
+ */
+async function sqliteMigrations(dataSource: DataSource): Promise<string[]> {
+  const [usual] = await dataSource.query<{ timeout: number }[]>('PRAGMA busy_timeout');
+  await dataSource.query(`PRAGMA busy_timeout = ${SQLITE_MIGRATION_BUSY_TIMEOUT_MS}`);
+  try {
+    return names(await dataSource.runMigrations({ transaction: 'each' }));
+  } finally {
+    await dataSource.query(`PRAGMA busy_timeout = ${Number(usual?.timeout ?? 0)}`);
+  }
+}
+
+const SQLITE_MIGRATION_BUSY_TIMEOUT_MS = 30_000;
 
 /** Throws PendingMigrationsError when the migrations table lacks any migration this code knows. */
 export async function assertSchemaCurrent(dataSource: DataSource): Promise<void> {

@@ -270,10 +270,14 @@ export class Sql {
       }
       return results;
     } finally {
-      if (withoutForeignKeys) await runner.query(SQLITE_FOREIGN_KEYS_ON);
-      await runner.release();
-      this.sqliteTransaction = undefined;
-      end();
+      try {
+        if (withoutForeignKeys) await runner.query(SQLITE_FOREIGN_KEYS_ON);
+      } finally {
+        // Whatever the pragma did, the one connection is handed back and the next batch may start.
+        await runner.release();
+        this.sqliteTransaction = undefined;
+        end();
+      }
     }
   }
 
