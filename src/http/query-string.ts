@@ -29,7 +29,7 @@ export function strictQueryString(url: string): Record<string, string> {
     if (name === undefined || value === undefined) {
       throw new AppError('BAD_USER_INPUT', 'The query string is not valid percent-encoding of UTF-8 text');
     }
-    if (Object.hasOwn(params, name)) throw new AppError('BAD_USER_INPUT', `The query string gives "${name.slice(0, 64)}" more than once`);
+    if (Object.hasOwn(params, name)) throw new AppError('BAD_USER_INPUT', 'The query string gives one of its parameters more than once');
     params[name] = value;
   }
   return params;
