@@ -6,6 +6,12 @@ import { placeholders, sqlDate, sqlInt, type Sql } from '../db/sql';
  * caller check learns, in the statement it already makes, whether the callers' sessions are open.
  */
 
+/**
+ * The one rule of an open session `s`, with its one placeholder for now: a session that was
+ * logged out or ended has no row, so a row is open until it expires.
+ */
+const OPEN = 's.expires_at > ?';
+
 /** A session as a refresh finds it by its token's family. */
 export interface SessionRow {
   readonly id: number;
@@ -27,7 +33,7 @@ export interface SessionRow {
  * merged statement) does as well; the commit that chose this form has the measurements.
  */
 export const liveSessionsColumn = (callers: number): string =>
-  `CASE WHEN t.id IN (${placeholders(callers)}) THEN (SELECT GROUP_CONCAT(s.id) FROM trainer_session s WHERE s.trainer_id = t.id AND s.expires_at > ?) END`;
+  `CASE WHEN t.id IN (${placeholders(callers)}) THEN (SELECT GROUP_CONCAT(s.id) FROM trainer_session s WHERE s.trainer_id = t.id AND ${OPEN}) END`;
 
 /** The ids in a liveSessionsColumn. mysql2 may hand GROUP_CONCAT over as bytes. */
 export function parseLiveSessions(value: string | Buffer | null | undefined): number[] {
@@ -43,7 +49,7 @@ export function parseLiveSessions(value: string | Buffer | null | undefined): nu
  * if the session is still open when they are written.
  */
 export const sessionOpen = (trainerId: number, sessionId: number, now: Date | string): { sql: string; params: unknown[] } => ({
-  sql: 'EXISTS (SELECT 1 FROM trainer_session s WHERE s.id = ? AND s.trainer_id = ? AND s.expires_at > ?)',
+  sql: `EXISTS (SELECT 1 FROM trainer_session s WHERE s.id = ? AND s.trainer_id = ? AND ${OPEN})`,
   params: [sessionId, trainerId, now],
 });
 

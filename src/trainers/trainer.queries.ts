@@ -179,6 +179,12 @@ export interface DeletedAccount {
   readonly sessions: number;
 }
 
+/** A condition that holds while `hash` is the trainer's stored password hash (for statements after a replaceHash). */
+const hashIs = (id: number, hash: string): BatchStatement => ({
+  sql: 'EXISTS (SELECT 1 FROM trainer WHERE id = ? AND password_hash = ?)',
+  params: [id, hash],
+});
+
 /** A trainer with the properties its row holds, and `creaturesOwned` when the statement read it. */
 function toTrainer(row: TrainerRow): Trainer {
   const trainer = new Trainer();
@@ -313,16 +319,9 @@ export class TrainerQueries {
    * hash is in place, since MySQL runs the batch as one query and cannot stop after a miss.
    */
   async changePassword(id: number, passwordHash: string, proof: PasswordProof): Promise<number | null> {
-    const open = sessionOpen(id, proof.sessionId, this.sql.date(new Date()));
     const [updated, ended] = await this.sql.batch([
-      {
-        sql: `UPDATE trainer SET password_hash = ? WHERE id = ? AND password_hash = ? AND ${open.sql}`,
-        params: [passwordHash, id, proof.passwordHash, ...open.params],
-      },
-      endSessionsStatement(id, proof.sessionId, {
-        sql: 'EXISTS (SELECT 1 FROM trainer WHERE id = ? AND password_hash = ?)',
-        params: [id, passwordHash],
-      }),
+      this.replaceHash(id, passwordHash, proof),
+      endSessionsStatement(id, proof.sessionId, hashIs(id, passwordHash)),
     ]);
     return updated.affected === 0 ? null : ended.affected;
   }
@@ -349,18 +348,10 @@ export class TrainerQueries {
   async deleteAccount(id: number, proof?: PasswordProof): Promise<DeletedAccount | null> {
     // Never a stored hash (not the scrypt form), and this deletion's own.
     const mark = `deleting$${randomBytes(12).toString('base64url')}`;
-    let claim: BatchStatement = { sql: 'UPDATE trainer SET password_hash = ? WHERE id = ?', params: [mark, id] };
-    if (proof !== undefined) {
-      const open = sessionOpen(id, proof.sessionId, this.sql.date(new Date()));
-      claim = {
-        sql: `UPDATE trainer SET password_hash = ? WHERE id = ? AND password_hash = ? AND ${open.sql}`,
-        params: [mark, id, proof.passwordHash, ...open.params],
-      };
-    }
-    const claimed = { sql: 'EXISTS (SELECT 1 FROM trainer WHERE id = ? AND password_hash = ?)', params: [id, mark] };
+    const claimed = hashIs(id, mark);
     const [, locked, sessions, , , deleted] = await this.sql.batch(
       [
-        claim,
+        this.replaceHash(id, mark, proof),
         { sql: `SELECT ${COLUMNS}, t.event_seq AS seq FROM trainer t WHERE t.id = ? AND t.password_hash = ?`, params: [id, mark] },
         endSessionsStatement(id, undefined, claimed),
         { sql: `DELETE FROM trainer_nickname_suffix WHERE trainer_id = ? AND ${claimed.sql}`, params: [id, ...claimed.params] },
@@ -375,6 +366,20 @@ export class TrainerQueries {
     const row = locked.rows[0] as (TrainerRow & { seq: number | string }) | undefined;
     if (!row || deleted.affected === 0) return null;
     return { trainer: toTrainer(row), lastSeq: sqlInt(row.seq), sessions: sessions.affected };
+  }
+
+  /**
+   * The statement that puts `hash` in place of a trainer's password hash: only if `proof` holds
+   * when it is written (the hash the password was checked against is still the stored one, the
+   * caller's session is open); without a proof (an operator's deletion), unconditionally.
+   */
+  private replaceHash(id: number, hash: string, proof: PasswordProof | undefined): BatchStatement {
+    if (proof === undefined) return { sql: 'UPDATE trainer SET password_hash = ? WHERE id = ?', params: [hash, id] };
+    const open = sessionOpen(id, proof.sessionId, this.sql.date(new Date()));
+    return {
+      sql: `UPDATE trainer SET password_hash = ? WHERE id = ? AND password_hash = ? AND ${open.sql}`,
+      params: [hash, id, proof.passwordHash, ...open.params],
+    };
   }
 
   /**
