@@ -11,7 +11,7 @@ import { createDataSource, type DataSourceExtras } from './db/data-source';
 import { DatabaseConnector } from './db/connector';
 import { registerGraphQL } from './graphql/plugin';
 import { documentCounters } from './graphql/trusted-documents';
-import type { DocumentCheck } from './graphql/document-policy';
+import type { DocumentCheck } from './graphql/pipeline';
 import { AppError } from './errors';
 import { limitBodyChunks, registerStrictJsonParser } from './http/json-body';
 import { schedulePurge } from './auth/session.service';
@@ -55,8 +55,8 @@ export interface BuildOptions {
   /** How often WebSocket connections are checked for expired tokens and ended sessions (tests shorten it). */
   readonly sessionCheckMs?: number;
   /**
-   * Checks added to the GraphQL document policy (src/graphql/document-policy.ts), asked of every
-   * operation on every route (HTTP and WebSocket): tests prove with one that the policy is the one
+   * Checks added to the GraphQL pipeline (src/graphql/pipeline.ts), asked of every
+   * operation on every route (HTTP and WebSocket): tests prove with one that the pipeline is the one
    * place that decides what a document may do.
    */
   readonly documentChecks?: readonly DocumentCheck[];
@@ -168,9 +168,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   const statements = { count: 0 };
-  // GraphQL operations run by a plan graphql-jit compiled (graphql/executor.ts), and of those the
-  // queries answered by the fast path (graphql/fast-path.ts).
-  const runs = { compiledRuns: 0, fastPathAnswers: 0 };
+  // GraphQL operations run by a plan graphql-jit compiled (graphql/plans.ts).
+  const runs = { compiledRuns: 0 };
   // How GraphQL documents came in (by id, by trusted text, refused) and how many were parsed.
   const documents = documentCounters();
   const dataSource = createDataSource(config.database, {
@@ -228,7 +227,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await registerGraphQL(app, config, services, requireDatabase, {
       sessionCheckMs: options.sessionCheckMs,
       compiledRuns: runs,
-      fastPathAnswers: runs,
       documents,
       documentChecks: options.documentChecks,
       tracing,

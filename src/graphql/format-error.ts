@@ -2,7 +2,7 @@ import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server'
 import { unwrapResolverError } from '@apollo/server/errors';
 import { GraphQLError, Kind, parse, visit, type ArgumentNode, type GraphQLFormattedError, type Source, type ValueNode } from 'graphql';
 import type { FastifyBaseLogger } from 'fastify';
-import { AppError, type ErrorCode, type FieldError } from '../errors';
+import { AppError, ERROR_STATUS, type ErrorCode, type FieldError } from '../errors';
 import { logIfUnexpected, toAppError } from '../error-mapping';
 import type { GraphQLContext } from './context';
 
@@ -78,7 +78,21 @@ function literalFields(error: unknown, message: string): FieldError[] | undefine
 }
 
 /** Codes only GraphQL answers with (HTTP 400 when the whole request fails), besides the catalogue's. */
-type GraphQLCode = ErrorCode | 'GRAPHQL_VALIDATION_FAILED';
+export type GraphQLCode = ErrorCode | 'GRAPHQL_VALIDATION_FAILED';
+
+/**
+ * The one way this service gives a GraphQL error a code: a catalogue code, with the HTTP status
+ * the catalogue gives it (Apollo answers a request refused before execution with it; 400 for
+ * GRAPHQL_VALIDATION_FAILED), unless `status` says otherwise.
+ */
+export function graphqlError(
+  code: GraphQLCode,
+  message: string,
+  options: { nodes?: GraphQLError['nodes']; originalError?: Error; status?: number } = {},
+): GraphQLError {
+  const status = options.status ?? (code === 'GRAPHQL_VALIDATION_FAILED' ? 400 : ERROR_STATUS[code]);
+  return new GraphQLError(message, { nodes: options.nodes, originalError: options.originalError, extensions: { code, http: { status } } });
+}
 
 function shaped(formatted: GraphQLFormattedError, code: GraphQLCode, message: string, fields?: readonly FieldError[], retryAfter?: number) {
   return {

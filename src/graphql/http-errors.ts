@@ -1,25 +1,33 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { GraphQLError } from 'graphql';
 import { logIfUnexpected, toAppError } from '../error-mapping';
-import { ERROR_STATUS, type AppError } from '../errors';
+import { ERROR_STATUS } from '../errors';
+import { createFormatError, graphqlError } from './format-error';
 
 /*
- * Errors raised on /graphql before Apollo has the request (bad JSON, a body over the limit,
- * another media type, a method the path does not take, the database not connected yet): the
- * GraphQL scope's error handler answers them in GraphQL's shape, with the catalogue's status.
+ * GraphQL answers written before Apollo has the request: the pipeline's refusals before anything
+ * parses the text, and errors raised in the /graphql scope (bad JSON, a body over the limit,
+ * another media type, a method the path does not take, the database not connected yet). Their
+ * bodies come from the one GraphQL error formatter, as Apollo's and the WebSocket's do.
  */
 
-function sendGraphQLError(reply: FastifyReply, error: AppError): FastifyReply {
-  if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
+/** The messages written here are the service's own: nothing to hide in production. */
+const format = createFormatError({ isProduction: false });
+
+/** Answers `errors` with `status`, as application/json. */
+export function sendGraphQLErrors(reply: FastifyReply, status: number, errors: readonly GraphQLError[]): FastifyReply {
   return reply
-    .code(ERROR_STATUS[error.code])
+    .code(status)
     .type('application/json; charset=utf-8')
-    .send({
-      errors: [{ message: error.message, extensions: { code: error.code, ...(error.fields?.length ? { fields: error.fields } : {}) } }],
-    });
+    .send({ errors: errors.map((error) => format(error.toJSON(), error)) });
 }
 
+/** The /graphql scope's error handler: the catalogue error, with its status and headers. */
 export function graphqlErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const appError = toAppError(error);
   logIfUnexpected(request.log, error, appError);
-  return sendGraphQLError(reply, appError);
+  if (appError.retryAfter !== undefined) reply.header('retry-after', String(appError.retryAfter));
+  return sendGraphQLErrors(reply, ERROR_STATUS[appError.code], [
+    graphqlError(appError.code, appError.message, { originalError: appError }),
+  ]);
 }

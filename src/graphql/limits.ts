@@ -18,6 +18,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
+import { graphqlError } from './format-error';
 
 /** The request limits of docs/api.md, "Limits". */
 export const LIMITS = {
@@ -158,7 +159,7 @@ const MAX_COSTS_PER_DOCUMENT = 100;
  * once the operation is resolved: still before any resolver. A document's cost is remembered for
  * the values of the variables it depends on: `trainer(id: $id)` is measured once, not per id
  * (measuring is a walk of the document, a visible part of a small query's CPU). The error to answer
- * when an operation costs too much, else undefined; asked by DocumentPolicy's operation checks.
+ * when an operation costs too much, else undefined; asked by the Pipeline's operation checks.
  */
 export function costChecker(
   schema: GraphQLSchema,
@@ -202,9 +203,10 @@ export function costChecker(
     }
     if (cost <= LIMITS.cost) return undefined;
     const measured = Number.isFinite(cost) ? `would cost ${cost}` : 'is too large to measure';
-    return new GraphQLError(`This operation ${measured}, more than the limit of ${LIMITS.cost} (a list costs its limit times its items)`, {
-      extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
-    });
+    return graphqlError(
+      'BAD_USER_INPUT',
+      `This operation ${measured}, more than the limit of ${LIMITS.cost} (a list costs its limit times its items)`,
+    );
   };
 }
 
@@ -219,7 +221,7 @@ const MAX_REPEATS = 3;
  * inline fragment more than MAX_REPEATS times in one selection set has no use (GraphQL merges
  * them into one), and more than LIMITS.fragments fragment definitions has none either, so such
  * documents are refused after a linear walk. Unparsable documents are left to the parser that
- * follows, which reports the syntax error. DocumentPolicy asks this of every text before it is parsed.
+ * follows, which reports the syntax error. The Pipeline asks this of every text before it is parsed.
  */
 export function repeatedSelections(query: string): string | null {
   let document: DocumentNode;
@@ -256,8 +258,5 @@ export function repeatedSelections(query: string): string | null {
   return verdict;
 }
 
-/**
- * Verdicts a cache keeps at most: per query text (DocumentPolicy's text checks) and per argument
- * class (field-resolvers.ts's valid arguments).
- */
+/** Verdicts a cache keeps at most: per argument class (field-resolvers.ts's valid arguments). */
 export const MAX_VERDICTS = 1000;

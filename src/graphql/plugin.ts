@@ -1,9 +1,7 @@
 import { ApolloServer, HeaderMap, type GraphQLRequestListener, type HTTPGraphQLRequest } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { Readable } from 'node:stream';
-import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import type { DocumentNode } from 'graphql';
 import type { Config } from '../config';
 import { methodNotAllowed } from '../http/method-not-allowed';
 import { noStore } from '../http/no-store';
@@ -16,9 +14,7 @@ import type { Services } from '../services';
 import type { GraphQLContext } from './context';
 import { createFormatError, errorLoggingPlugin } from './format-error';
 import { landingPageCsp, landingPagePlugin, registerIdeRoutes } from './ide';
-import { DocumentPolicy, type DocumentCheck } from './document-policy';
-import { CompilingExecutor } from './executor';
-import { FastPath } from './fast-path';
+import { Pipeline, type DocumentCheck } from './pipeline';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 import { registerSubscriptions } from './subscriptions';
@@ -38,7 +34,7 @@ The in-browser IDE is off on this server (GRAPHQL_SANDBOX=true turns it on; it i
 
 /**
  * A GET's parameters, decoded once (strictQueryString: an undecodable escape or a repeated name is
- * BAD_USER_INPUT): every step after this one, the document policy's checks and Apollo's run
+ * BAD_USER_INPUT): every step after this one, the pipeline's checks and Apollo's run
  * alike, reads this `request.query` and nothing else (see graphQLRequestOf).
  */
 const decodeQueryString = async (request: FastifyRequest) => {
@@ -70,8 +66,8 @@ const shallowQueryString = async (request: FastifyRequest) => {
 /**
  * The request as Apollo takes it (what @as-integrations/fastify's handler builds), except that a
  * GET's search string is written again from `request.query`: Apollo reads a GET's parameters from
- * the search string, and so runs exactly the text the document policy checked (decoded once by
- * decodeQueryString; a trusted document named by id rewritten to its text by the policy's gate).
+ * the search string, and so runs exactly the text the pipeline checked (decoded once by
+ * decodeQueryString; a trusted document named by id rewritten to its text by the pipeline's gate).
  */
 function graphQLRequestOf(request: FastifyRequest): HTTPGraphQLRequest {
   const headers = new HeaderMap();
@@ -85,19 +81,6 @@ function graphQLRequestOf(request: FastifyRequest): HTTPGraphQLRequest {
   return { body: request.body, method: request.method.toUpperCase(), headers, search };
 }
 
-/**
- * Apollo's cache of parsed, validated documents, sized by what an entry really holds. Apollo's
- * own sizes a document by its JSON, which leaves out the query text every parsed node keeps a
- * reference to: distinct long queries (one token and a long comment each) were counted as a few
- * hundred bytes, so its cap let the heap fill until the process died.
- */
-export function documentStore(): InMemoryLRUCache<DocumentNode> {
-  return new InMemoryLRUCache<DocumentNode>({
-    maxSize: 32 * 2 ** 20,
-    sizeCalculation: (document) => JSON.stringify(document).length + 2 * (document.loc?.source.body.length ?? 0),
-  });
-}
-
 export async function registerGraphQL(
   app: FastifyInstance,
   config: Config,
@@ -106,21 +89,22 @@ export async function registerGraphQL(
   options: {
     sessionCheckMs?: number;
     compiledRuns?: { compiledRuns: number };
-    fastPathAnswers?: { fastPathAnswers: number };
     documents?: DocumentCounters;
     documentChecks?: readonly DocumentCheck[];
     tracing?: Tracing;
   } = {},
 ): Promise<void> {
   const schema = await buildGraphQLSchema();
-  // Every check on what a document may do, for HTTP and WebSocket alike. Parses, validates and
-  // compiles the manifest's trusted documents now: a bad one stops start-up here.
-  const policy = new DocumentPolicy(schema, {
+  // The one pipeline of a document, for HTTP and WebSocket alike. Parses, validates and compiles
+  // the manifest's trusted documents now: a bad one stops start-up here.
+  const pipeline = new Pipeline(schema, {
     introspection: config.graphqlIntrospection,
     isProduction: config.isProduction,
     trustedDocuments: config.trustedDocuments,
     counters: options.documents,
+    runs: options.compiledRuns,
     checks: options.documentChecks,
+    tracing: options.tracing,
   });
   const contextFor = (request: FastifyRequest): GraphQLContext => ({
     services,
@@ -131,20 +115,18 @@ export async function registerGraphQL(
     log: request.log,
     clientIp: request.ip,
   });
-  const executor = new CompilingExecutor(schema, policy, options.compiledRuns, options.tracing);
-  // Queries whose plan is compiled run before Apollo's pipeline, on the policy's checks (see FastPath).
-  const fastPath = new FastPath(policy, executor, contextFor, options.fastPathAnswers ?? { fastPathAnswers: 0 }, options.tracing);
   const apollo = new ApolloServer<GraphQLContext>({
-    // Apollo parses, validates and formats; graphql-jit executes (see CompilingExecutor).
-    gateway: executor.gateway(),
-    validationRules: [...policy.validationRules],
-    parseOptions: policy.parseOptions,
-    // The trusted documents, parsed and validated at start, are found there and never parsed again.
-    documentStore: policy.documentStore(documentStore()),
+    // Apollo parses and validates by the pipeline's rules, into the pipeline's cache, and hands the
+    // document to the pipeline's run (Pipeline.gateway: Apollo takes an executor only as a gateway).
+    gateway: pipeline.gateway(),
+    validationRules: [...pipeline.validationRules],
+    parseOptions: pipeline.parseOptions,
+    validationOptions: pipeline.validationOptions,
+    // The pipeline's cache: a text parsed once (a trusted document at start) is never parsed again.
+    documentStore: pipeline.documentStore(),
     // APQ registers documents only when there is no manifest (the trusted documents are looked up
-    // before Apollo, by the policy's preHandler).
-    persistedQueries: { cache: policy.apqCache() },
-    validationOptions: policy.validationOptions,
+    // before Apollo, by the pipeline's preHandler).
+    persistedQueries: { cache: pipeline.apqCache() },
     // Refused by noIntrospection instead, with a message that names this service's setting.
     introspection: true,
     includeStacktraceInErrorResponses: false,
@@ -157,7 +139,7 @@ export async function registerGraphQL(
     plugins: [
       { requestDidStart: async () => OPERATION_NAME_HOOKS },
       // The operation checks (transport, variables' nesting, cost, the added checks).
-      policy.plugin(),
+      pipeline.plugin(),
       // The schema has no @cacheControl hints and every answer depends on the caller's token: the
       // default plugin would only wrap every field's resolution to compute `no-store` hints.
       ApolloServerPluginCacheControlDisabled(),
@@ -167,7 +149,7 @@ export async function registerGraphQL(
   });
   await apollo.start();
   app.addHook('onClose', async () => apollo.stop());
-  registerSubscriptions(app, config, services, schema, policy, options);
+  registerSubscriptions(app, config, services, schema, pipeline, options);
 
   if (config.sandbox) registerIdeRoutes(app);
   // /graphql in a scope of its own: errors raised before Apollo has the request answer in
@@ -186,14 +168,12 @@ export async function registerGraphQL(
     );
     scope.decorateRequest('trustedDocument', null);
     // Which documents may run, and the checks on their text, are decided first, before any step parses it.
-    scope.addHook('preHandler', policy.httpHook());
+    scope.addHook('preHandler', pipeline.httpHook());
     methodNotAllowed(scope, '/graphql', ['GET', 'POST', 'OPTIONS']);
     scope.route({
       method: ['GET', 'POST', 'OPTIONS'],
       url: '/graphql',
       handler: async (request, reply) => {
-        const answer = await fastPath.answer(request, reply);
-        if (answer !== undefined) return answer;
         const { headers, body, status } = await apollo.executeHTTPGraphQLRequest({
           httpGraphQLRequest: graphQLRequestOf(request),
           context: async () => contextFor(request),

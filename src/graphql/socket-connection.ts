@@ -8,6 +8,7 @@ import { toAppError } from '../error-mapping';
 import { AppError } from '../errors';
 import type { Services } from '../services';
 import type { GraphQLContext, TrackedQueue } from './context';
+import { graphqlError } from './format-error';
 
 /** The contract's WebSocket limits. */
 export const WS_LIMITS = {
@@ -159,7 +160,7 @@ export class SocketConnection implements NonNullable<GraphQLContext['connection'
 
   /**
    * A subscribe message with id `id`: the errors that refuse it, or undefined when it may go on to
-   * the document policy, its id then held (`release` it unless it starts). A reused live id
+   * the pipeline, its id then held (`release` it unless it starts). A reused live id
    * closes the socket (4409); every message counts against the rate limit, refused ones too.
    */
   async admit(id: string): Promise<readonly GraphQLError[] | undefined> {
@@ -167,7 +168,7 @@ export class SocketConnection implements NonNullable<GraphQLContext['connection'
     // running is what the protocol answers with 4409 when graphql-ws can tell.
     if (this.subscriptions.has(id)) {
       this.close(SUBSCRIBER_ALREADY_EXISTS, `Subscriber for ${id} already exists`);
-      return [new GraphQLError(`Subscriber for ${id} already exists`, { extensions: { code: 'BAD_USER_INPUT' } })];
+      return [graphqlError('BAD_USER_INPUT', `Subscriber for ${id} already exists`)];
     }
     // Reserved at once, before anything is awaited: the next message already sees it.
     const full = this.subscriptions.size >= WS_LIMITS.subscriptionsPerConnection;
@@ -187,14 +188,10 @@ export class SocketConnection implements NonNullable<GraphQLContext['connection'
           [],
           retryAfter,
         );
-        return [new GraphQLError(error.message, { originalError: error })];
+        return [graphqlError(error.code, error.message, { originalError: error })];
       }
       if (full) {
-        return [
-          new GraphQLError(`At most ${WS_LIMITS.subscriptionsPerConnection} subscriptions per connection`, {
-            extensions: { code: 'BAD_USER_INPUT' },
-          }),
-        ];
+        return [graphqlError('BAD_USER_INPUT', `At most ${WS_LIMITS.subscriptionsPerConnection} subscriptions per connection`)];
       }
       const ended = await this.sessionEnded();
       if (ended) return [ended];
@@ -276,7 +273,7 @@ export class SocketConnection implements NonNullable<GraphQLContext['connection'
   private async sessionEnded(): Promise<GraphQLError | undefined> {
     const unauthorized = (reason: string) => {
       this.close(UNAUTHORIZED, reason);
-      return new GraphQLError(reason, { extensions: { code: 'UNAUTHENTICATED' } });
+      return graphqlError('UNAUTHENTICATED', reason);
     };
     const session = this.session;
     if (session === undefined || session.expiresAtMs <= Date.now()) return unauthorized('Token expired');

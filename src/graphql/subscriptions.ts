@@ -11,7 +11,7 @@ import { clientAddressOf } from '../http/client-address';
 import type { Services } from '../services';
 import type { GraphQLContext } from './context';
 import { createFormatError } from './format-error';
-import type { DocumentPolicy } from './document-policy';
+import type { Pipeline } from './pipeline';
 import { Loaders } from './loaders';
 import { GOING_AWAY, INTERNAL_ERROR, SocketConnection, WS_LIMITS } from './socket-connection';
 import type { Tracing } from '../telemetry/spans';
@@ -37,7 +37,7 @@ const refuse = (socket: Duplex, status: number, reason: string) => {
  * connection from one address, a 21st live subscription on one connection, a subscription id
  * reused while its subscription lives (4409), a 31st subscribe message in 10 s and a message
  * over 64 KiB. What a subscribe's document may do (trusted documents, limits, validation,
- * variables, cost) is the document policy's, as over HTTP (DocumentPolicy.admitSubscription).
+ * variables, cost) is the pipeline's, as over HTTP (Pipeline.admitSubscription).
  * Sockets are pinged; a reader too slow to take its events is dropped rather than buffered for.
  * On close (SIGTERM) every socket gets 1001 after what was queued for it.
  */
@@ -46,7 +46,7 @@ export function registerSubscriptions(
   config: Config,
   services: Services,
   schema: GraphQLSchema,
-  policy: DocumentPolicy,
+  pipeline: Pick<Pipeline, 'admitSubscription'>,
   { sessionCheckMs = WS_LIMITS.sessionCheckMs, tracing }: { sessionCheckMs?: number; tracing?: Tracing } = {},
 ): void {
   const formatError = createFormatError(config);
@@ -83,8 +83,8 @@ export function registerSubscriptions(
       if (refused) return refused;
       let started = false;
       try {
-        // Every check on the document, the same as over HTTP (DocumentPolicy).
-        const admitted = policy.admitSubscription({
+        // Every check on the document, the same as over HTTP (the Pipeline).
+        const admitted = pipeline.admitSubscription({
           query: payload.query,
           documentId: (payload as { documentId?: unknown }).documentId,
           extensions: payload.extensions,

@@ -1,11 +1,10 @@
 import { InMemoryLRUCache, type KeyValueCache } from '@apollo/utils.keyvaluecache';
 import type { FastifyRequest } from 'fastify';
-import { getOperationAST, GraphQLError, OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
-import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import { getOperationAST, GraphQLError, OperationTypeNode, type GraphQLSchema } from 'graphql';
 import { ConfigError, type TrustedDocumentsManifest } from '../config';
 import { AppError } from '../errors';
-import type { TextVerdict } from './document-policy';
-import { compilable } from './executor';
+import type { DocumentEntry, TextVerdict } from './document-cache';
+import { compile } from './plans';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -19,9 +18,11 @@ export interface TrustedDocument {
   /** The SHA-256 of its text, in lowercase hex. */
   readonly id: string;
   readonly source: string;
-  readonly document: DocumentNode;
-  /** Compiled by graphql-jit when it answers the document as graphql-js does (see compilable) and it is not a subscription. */
-  readonly compiled: CompiledQuery | undefined;
+  /**
+   * Its entry in the pipeline's cache, never evicted: its document, and its plan when graphql-jit
+   * answers it as graphql-js does (plans.ts' compilable) and it is not a subscription.
+   */
+  readonly entry: DocumentEntry;
 }
 
 /** How a request names its document: by text (`query`), by `documentId`, or by Apollo's APQ extension. */
@@ -72,12 +73,6 @@ function apqHash(extensions: unknown): unknown {
   return typeof persisted === 'object' && persisted !== null ? (persisted as { sha256Hash?: unknown }).sha256Hash : undefined;
 }
 
-/**
- * Apollo's keys for its document store and APQ cache end with the document's SHA-256 (after a
- * prefix of its own: the schema's hash, `apq:`); a key of another shape only misses.
- */
-const hashOfKey = (key: string): string => key.slice(-64);
-
 /** APQ registrations kept when there is no manifest: bounded, as Apollo's own default cache is. */
 const APQ_CACHE_BYTES = 16 * 2 ** 20;
 
@@ -87,16 +82,16 @@ const NOT_TRUSTED =
   'PersistedQueryNotFound: only the trusted documents of this server run here (TRUSTED_DOCUMENTS); send one by its documentId or its exact text';
 
 /**
- * The rule on which GraphQL documents run, asked by DocumentPolicy (and nothing else) before
+ * The rule on which GraphQL documents run, asked by the Pipeline (and nothing else) before
  * anything parses a request's text, on every route a document can take: Apollo over HTTP (POST
  * and GET, through `httpGate`) and graphql-ws subscriptions (`admit`).
  *
- * With TRUSTED_DOCUMENTS, the manifest's documents are checked by the policy (text checks, parse,
- * validation with the request limits) and compiled here once, at start (a document that breaks a
- * check stops start-up, named by its hash). A request names one by `documentId` (`sha256:<hex>`
- * or `<hex>`), by Apollo's APQ extension or by its identical text, and runs without being parsed
- * or validated again: Apollo finds it in its document store (`documentStore`), and graphql-jit's
- * plan is the one compiled here (`compiledFor`). In production any other
+ * With TRUSTED_DOCUMENTS, the manifest's documents are checked by the pipeline (text checks,
+ * parse, validation with the request limits) and compiled here once, at start (a document that
+ * breaks a check stops start-up, named by its hash). A request names one by `documentId`
+ * (`sha256:<hex>` or `<hex>`), by Apollo's APQ extension or by its identical text, and runs
+ * without being parsed, validated or compiled again: their entries (`entries`) head the
+ * pipeline's cache, which is Apollo's document store. In production any other
  * document is refused with PERSISTED_QUERY_NOT_FOUND before it is parsed; in development it runs
  * as before. With a manifest, APQ cannot add documents; without one, APQ registers them as
  * Apollo does (`apqCache`), and a `documentId` names no document.
@@ -104,13 +99,12 @@ const NOT_TRUSTED =
 export class TrustedDocuments {
   private readonly byId = new Map<string, TrustedDocument>();
   private readonly bySource = new Map<string, TrustedDocument>();
-  private readonly compiled = new Map<DocumentNode, CompiledQuery>();
   private readonly registered = new InMemoryLRUCache<string>({ maxSize: APQ_CACHE_BYTES, sizeCalculation: (text) => 2 * text.length });
   /** Only the manifest's documents run (production with a manifest). */
   private readonly enforce: boolean;
 
   /**
-   * @param check the policy's text checks, parse and validation of a document.
+   * @param check the pipeline's text checks, parse and validation of a document.
    * @throws ConfigError naming the manifest and the document's hash when a document breaks a check.
    */
   constructor(
@@ -124,7 +118,6 @@ export class TrustedDocuments {
       const trusted = this.prepare(schema, id, source, check);
       this.byId.set(id, trusted);
       this.bySource.set(source, trusted);
-      if (trusted.compiled) this.compiled.set(trusted.document, trusted.compiled);
     }
   }
 
@@ -139,14 +132,9 @@ export class TrustedDocuments {
       if (checked.step === 'parse') throw refuse(`does not parse: ${reasons}`);
       throw refuse(`does not validate against the schema: ${reasons}`);
     }
-    const { document } = checked;
-    const operation = getOperationAST(document);
-    let compiled: CompiledQuery | undefined;
-    if (operation && operation.operation !== OperationTypeNode.SUBSCRIPTION && compilable(document)) {
-      const result = compileQuery(schema, document);
-      if (isCompiledQuery(result)) compiled = result;
-    }
-    return Object.freeze({ id, source, document, compiled });
+    const operation = getOperationAST(checked.document);
+    const plan = operation && operation.operation !== OperationTypeNode.SUBSCRIPTION ? compile(schema, checked.document) : undefined;
+    return Object.freeze({ id, source, entry: { verdict: checked, uses: 0, plan: plan ?? null } });
   }
 
   /** The rule itself: which document a request runs, or why it is refused; never parses. */
@@ -184,20 +172,9 @@ export class TrustedDocuments {
     return { kind: 'refused', error: notFound(message) };
   }
 
-  /** The plan compiled at start for a manifest document (the executor asks before compiling one itself). */
-  compiledFor(document: DocumentNode): CompiledQuery | undefined {
-    return this.compiled.get(document);
-  }
-
-  /** Apollo's document store: the manifest's documents first (never evicted), then `others`. */
-  documentStore(others: KeyValueCache<DocumentNode>): KeyValueCache<DocumentNode> {
-    return {
-      get: async (key) => this.byId.get(hashOfKey(key))?.document ?? others.get(key),
-      set: async (key, value, options) => {
-        if (!this.byId.has(hashOfKey(key))) await others.set(key, value, options);
-      },
-      delete: async (key) => others.delete(key),
-    };
+  /** The manifest's documents as entries of the pipeline's cache, by their id (their text's SHA-256). */
+  entries(): ReadonlyMap<string, DocumentEntry> {
+    return new Map([...this.byId].map(([id, trusted]) => [id, trusted.entry]));
   }
 
   /** Apollo's APQ cache: registrations are kept only when there is no manifest. */

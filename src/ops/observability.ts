@@ -40,7 +40,7 @@ export function registerObservability(
     lockConflicts,
   }: {
     statements: { count: number };
-    runs: { compiledRuns: number; fastPathAnswers: number };
+    runs: { compiledRuns: number };
     documents: DocumentCounters;
     replicas?: Pick<Replicas, 'statementCounts'>;
     lockConflicts?: Readonly<LockConflicts>;
@@ -142,15 +142,6 @@ export function registerObservability(
     collect() {
       this.reset();
       this.inc(runs.compiledRuns);
-    },
-  });
-  new Counter({
-    name: 'graphql_fast_path_total',
-    help: "GraphQL queries with a compiled plan answered before Apollo's request pipeline, on the document policy's checks",
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc(runs.fastPathAnswers);
     },
   });
   new Counter({

@@ -5,7 +5,8 @@ import { AppError, ERROR_STATUS, type ErrorCode } from '../errors';
 
 /*
  * RFC 9457 problem details: how the REST shim and every other non-GraphQL path (operations,
- * docs, unknown paths) answer an error. GraphQL's scope has its own writer (graphql/http-errors.ts).
+ * docs, unknown paths, requests Node's parser refuses) answer an error: one body (problemOf).
+ * GraphQL's scope writes GraphQL's shape instead (graphql/http-errors.ts).
  */
 
 const TITLES: Record<ErrorCode, string> = {
@@ -25,9 +26,25 @@ const TITLES: Record<ErrorCode, string> = {
   SERVICE_UNAVAILABLE: 'Service unavailable',
 };
 
+/** The problem details of a catalogue error, with the status they are answered with. */
+function problemOf(error: AppError): { status: number; body: string } {
+  const status = ERROR_STATUS[error.code];
+  const body = JSON.stringify({
+    type: `urn:creature-registry:error:${error.code.toLowerCase().replace(/_/g, '-')}`,
+    title: TITLES[error.code],
+    status,
+    detail: error.message,
+    code: error.code,
+    ...(error.fields?.length ? { fields: error.fields } : {}),
+  });
+  return { status, body };
+}
+
+const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
+
 /** Writes the catalogue error as application/problem+json, with the headers its code calls for. */
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
-  const status = ERROR_STATUS[error.code];
+  const { status, body } = problemOf(error);
   if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
   if (status === 401) {
     // RFC 6750: how to authenticate, and whether the token that came was refused.
@@ -36,17 +53,7 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
       request.headers.authorization ? 'Bearer realm="creature-registry", error="invalid_token"' : 'Bearer realm="creature-registry"',
     );
   }
-  return reply
-    .code(status)
-    .type('application/problem+json; charset=utf-8')
-    .send({
-      type: `urn:creature-registry:error:${error.code.toLowerCase().replace(/_/g, '-')}`,
-      title: TITLES[error.code],
-      status,
-      detail: error.message,
-      code: error.code,
-      ...(error.fields?.length ? { fields: error.fields } : {}),
-    });
+  return reply.code(status).type(PROBLEM_JSON).send(body);
 }
 
 /** A request that failed its route's JSON schema: BAD_USER_INPUT naming each field and its rule. */
@@ -74,17 +81,13 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: import(
   }
   // Node's server gives up on a request whose headers and body did not all arrive in time.
   const late = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-  const [status, code, reason, detail] = late
-    ? ([408, 'REQUEST_TIMEOUT', 'Request Timeout', 'The request did not arrive whole in time'] as const)
-    : ([400, 'BAD_USER_INPUT', 'Bad Request', 'Malformed HTTP request'] as const);
-  const body = JSON.stringify({
-    type: `urn:creature-registry:error:${code.toLowerCase().replace(/_/g, '-')}`,
-    title: TITLES[code],
-    status,
-    detail,
-    code,
-  });
+  const { status, body } = problemOf(
+    late
+      ? new AppError('REQUEST_TIMEOUT', 'The request did not arrive whole in time')
+      : new AppError('BAD_USER_INPUT', 'Malformed HTTP request'),
+  );
+  const reason = late ? 'Request Timeout' : 'Bad Request';
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${PROBLEM_JSON}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { parse } from 'graphql';
-import { documentStore } from '../../src/graphql/plugin';
+import { DocumentCache } from '../../src/graphql/document-cache';
 import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
 import { createTrainer, type TrainerFixture } from '../helpers/factories';
 import type { GraphQLBody, Problem } from '../helpers/graphql';
@@ -300,7 +300,7 @@ describe.each(databases)('refusals held back on %s', (kind) => {
 
 describe('the parsed-document cache', () => {
   it('counts the query text each document keeps, so 90 KB comments cannot fill the heap', async () => {
-    const store = documentStore();
+    const store = new DocumentCache().apolloStore();
     const keys = Array.from({ length: 400 }, (_, i) => `doc${i}`);
     for (const key of keys) await store.set(key, parse(`#${key}${'x'.repeat(90_000)}\n{ __typename }`));
     const kept = (await Promise.all(keys.map((key) => store.get(key)))).filter(Boolean).length;

@@ -1,7 +1,8 @@
-import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
+import type { ApolloServerOptionsWithGateway, ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
 import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
 import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import {
+  execute,
   getNamedType,
   getOperationAST,
   getVariableValues,
@@ -12,16 +13,24 @@ import {
   specifiedRules,
   validate,
   type DocumentNode,
+  type ExecutionResult,
   type GraphQLSchema,
   type OperationDefinitionNode,
   type ValidationRule,
   type VariableDefinitionNode,
 } from 'graphql';
-import type { CompiledQuery } from 'graphql-jit';
 import type { TrustedDocumentsManifest } from '../config';
 import { MAX_JSON_DEPTH } from '../http/json-body';
-import { costChecker, LIMITS, limitRules, MAX_VERDICTS, repeatedSelections } from './limits';
+import type { Tracing } from '../telemetry/spans';
+import { graphqlError } from './format-error';
+import { sendGraphQLErrors } from './http-errors';
+import { DocumentCache, hashOf, type DocumentEntry, type TextVerdict } from './document-cache';
+import { costChecker, LIMITS, limitRules, repeatedSelections } from './limits';
+import { planOf, runPlan } from './plans';
 import { documentCounters, TrustedDocuments, type DocumentCounters, type DocumentRequest } from './trusted-documents';
+
+type Gateway = ApolloServerOptionsWithGateway<Record<string, unknown>>['gateway'];
+type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
 
 /** How a document reached the server: HTTP (Apollo, any method and route) or graphql-ws. */
 export type Transport = 'http' | 'ws';
@@ -34,34 +43,19 @@ export interface CheckedOperation {
 }
 
 /**
- * A check added to the policy (BuildOptions.documentChecks): asked of every operation on every
+ * A check added to the pipeline (BuildOptions.documentChecks): asked of every operation on every
  * route, after the built-in operation checks; the error it returns refuses the operation (over
  * HTTP with its `extensions.http.status`; Apollo answers 500 without one).
  */
 export type DocumentCheck = (operation: CheckedOperation) => GraphQLError | undefined;
 
-/** What a graphql-ws subscribe runs once the policy has admitted it. */
+/** What a graphql-ws subscribe runs once the pipeline has admitted it. */
 export interface AdmittedSubscription {
   readonly document: DocumentNode;
   readonly operation: OperationDefinitionNode;
 }
 
-/** An operation the policy admitted, with its variables coerced to their types. */
-export interface AdmittedOperation {
-  readonly operation: OperationDefinitionNode;
-  readonly coerced: Record<string, unknown>;
-}
-
-/** A text checked, parsed and validated; when refused, the step that refused it. */
-export type TextVerdict =
-  { readonly document: DocumentNode } | { readonly step: 'text' | 'parse' | 'validate'; readonly errors: readonly GraphQLError[] };
-
-/** Only texts up to this many characters are remembered: MAX_VERDICTS of them stay within 4 MB. */
-const MAX_REMEMBERED_QUERY = 4096;
-/** Parsed and validated documents remembered (a reconnecting client sends the same ones again). */
-const MAX_REMEMBERED_DOCUMENTS = 200;
-
-const badUserInput = (message: string) => new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } });
+const badUserInput = (message: string) => graphqlError('BAD_USER_INPUT', message);
 
 /**
  * Apollo's own rule for `introspection: false` tells clients to "pass introspection: true to
@@ -98,37 +92,37 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
 }
 
 /**
- * The one place that decides what a GraphQL document may do, whatever carries it: Apollo over
- * HTTP (POST, GET, by text, by documentId or APQ, run by graphql-js or compiled by graphql-jit)
- * and graphql-ws subscriptions. Every check is written here once:
+ * The one pipeline of a GraphQL document, whichever door it comes through: Apollo Server over
+ * HTTP (POST, GET, by text, by documentId or APQ) and graphql-ws over WebSocket. It admits a
+ * document, runs it and keeps what is known about it; every check is written here once:
  * - the trusted-documents gate (TrustedDocuments, asked by nothing else);
  * - the text checks, before anything parses it: its length, repeated selections and fragments;
  * - the validation rules: graphql-js's own, the depth, alias, directive and credential-field
  *   limits, and introspection when it is turned off;
  * - the operation checks, once the operation is resolved: subscriptions only over WebSocket and
  *   queries and mutations only over HTTP, the variables' nesting, their coercion, the cost limit,
- *   and the checks added through BuildOptions.documentChecks.
+ *   and the checks added through BuildOptions.documentChecks;
+ * - the run: graphql-js, or the plan graphql-jit compiled for the document (plans.ts).
  *
- * HTTP takes them through `httpHook` (the gate and the text checks, before Apollo reads the
- * request), Apollo's options (`validationRules`, and `plugin`, whose hooks run the operation
- * checks) and `coerceVariables`, which the executor asks before it runs an operation; the fast
- * path (fast-path.ts) through `admitOperation`; graphql-ws through `admitSubscription`, which runs
- * all of them in order. What depends only on a query
- * text (its text checks, its parsed and validated document or the errors) is remembered per
- * text, bounded.
+ * What is known about a document text (its verdict, its uses, its plan) is one entry of one
+ * cache (DocumentCache), which is also Apollo's document store.
+ *
+ * The HTTP door is Apollo, configured from here: `httpHook` (the gate and the text checks, before
+ * Apollo reads the text), Apollo's parse and validation with `parseOptions`, `validationRules` and
+ * `documentStore`, `plugin` (the operation checks) and `gateway` (coercion and the run). The
+ * WebSocket door asks `admitSubscription`, which runs the same steps in the same order.
  */
-export class DocumentPolicy {
+export class Pipeline {
   /** Apollo's validation rules besides graphql-js's own (Apollo adds specifiedRules itself). */
   readonly validationRules: readonly ValidationRule[];
   readonly parseOptions = { maxTokens: LIMITS.tokens } as const;
   /** Validation stops at the 10th error: a document of a hundred mistakes cost 15-20 ms of CPU in error objects. */
   readonly validationOptions = { maxErrors: LIMITS.validationErrors } as const;
   private readonly trusted: TrustedDocuments;
+  private readonly documents: DocumentCache;
   private readonly counters: DocumentCounters;
   private readonly checks: readonly DocumentCheck[];
   private readonly checkCost: ReturnType<typeof costChecker>;
-  private readonly textVerdicts = new Map<string, GraphQLError | null>();
-  private readonly documents = new Map<string, TextVerdict>();
 
   /**
    * @throws ConfigError when a document of the TRUSTED_DOCUMENTS manifest breaks a check (start-up stops).
@@ -140,86 +134,76 @@ export class DocumentPolicy {
       isProduction: boolean;
       trustedDocuments: TrustedDocumentsManifest | undefined;
       counters?: DocumentCounters;
+      /** Counts the operations run by a compiled plan (GET /metrics shows it). */
+      runs?: { compiledRuns: number };
       /** Checks added to the built-in ones (see DocumentCheck). */
       checks?: readonly DocumentCheck[];
+      /** With tracing on: a span around each operation's run. */
+      tracing?: Pick<Tracing, 'operation'>;
     },
   ) {
     this.counters = options.counters ?? documentCounters();
+    this.runs = options.runs ?? { compiledRuns: 0 };
+    this.tracing = options.tracing;
     this.checks = options.checks ?? [];
     this.checkCost = costChecker(schema);
     this.validationRules = [...limitRules(), ...(options.introspection ? [] : [noIntrospection])];
-    // Parses and validates the manifest's documents now, through checkDocument: a bad one stops start-up here.
+    // Parses, validates and compiles the manifest's documents now: a bad one stops start-up here.
     this.trusted = new TrustedDocuments(
       schema,
       options.trustedDocuments,
-      { isProduction: options.isProduction, check: (source) => this.checkDocument(source, false) },
+      { isProduction: options.isProduction, check: (source) => this.checkText(source) },
       this.counters,
     );
+    this.documents = new DocumentCache(this.trusted.entries());
   }
+
+  private readonly runs: { compiledRuns: number };
+  private readonly tracing: Pick<Tracing, 'operation'> | undefined;
 
   /** Why a query text is refused before it is parsed (length, repeated selections, fragments), or undefined. */
-  textError(source: string): GraphQLError | undefined {
-    // Every later step (the parses, the document cache's hash) would read a longer one whole, again and again.
+  private textError(source: string): GraphQLError | undefined {
+    // Every later step (the parses, the hash) would read a longer one whole, again and again.
     if (source.length > LIMITS.queryLength) return badUserInput(`The query is longer than ${LIMITS.queryLength} characters`);
-    let verdict = this.textVerdicts.get(source);
-    if (verdict === undefined) {
-      const repeated = repeatedSelections(source);
-      verdict = repeated ? new GraphQLError(repeated, { extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } } }) : null;
-      // Short texts only: keyed by 100 KB texts, the cache held 100 MB.
-      if (source.length <= MAX_REMEMBERED_QUERY) {
-        if (this.textVerdicts.size >= MAX_VERDICTS) this.textVerdicts.clear();
-        this.textVerdicts.set(source, verdict);
-      }
-    }
-    return verdict ?? undefined;
+    const repeated = repeatedSelections(source);
+    return repeated ? graphqlError('GRAPHQL_VALIDATION_FAILED', repeated) : undefined;
   }
 
-  /**
-   * A text checked, parsed and validated as Apollo does it over HTTP (the same rules, token and
-   * error limits, codes). A request's (`forRequest`) is counted and remembered per text; the
-   * manifest's are checked once, at start.
-   */
-  private checkDocument(source: string, forRequest = true): TextVerdict {
-    const known = this.documents.get(source);
-    if (known) return known;
-    let verdict: TextVerdict;
+  /** A text checked, parsed and validated as Apollo does it over HTTP (the same rules, token and error limits, codes). */
+  private checkText(source: string): TextVerdict {
     const refused = this.textError(source);
-    if (refused) verdict = { step: 'text', errors: [refused] };
-    else {
-      let document: DocumentNode | undefined;
-      try {
-        if (forRequest) this.counters.parsed += 1;
-        document = parse(source, this.parseOptions);
-      } catch (error) {
-        const message = error instanceof GraphQLError ? error.message : 'The query could not be parsed';
-        verdict = { step: 'parse', errors: [new GraphQLError(message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })] };
-      }
-      if (document) {
-        if (forRequest) this.counters.validated += 1;
-        const invalid = validate(this.schema, document, [...specifiedRules, ...this.validationRules], this.validationOptions);
-        verdict =
-          invalid.length > 0
-            ? {
-                step: 'validate',
-                errors: invalid.map(
-                  (error) => new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }),
-                ),
-              }
-            : { document };
-      }
+    if (refused) return { step: 'text', errors: [refused] };
+    let document: DocumentNode;
+    try {
+      document = parse(source, this.parseOptions);
+    } catch (error) {
+      const message = error instanceof GraphQLError ? error.message : 'The query could not be parsed';
+      return { step: 'parse', errors: [badUserInput(message)] };
     }
-    if (forRequest) {
-      if (this.documents.size >= MAX_REMEMBERED_DOCUMENTS) this.documents.delete(this.documents.keys().next().value!);
-      this.documents.set(source, verdict!);
-    }
-    return verdict!;
+    const invalid = validate(this.schema, document, [...specifiedRules, ...this.validationRules], this.validationOptions);
+    if (invalid.length === 0) return { document };
+    return {
+      step: 'validate',
+      errors: invalid.map((error) => graphqlError('GRAPHQL_VALIDATION_FAILED', error.message, { nodes: error.nodes })),
+    };
+  }
+
+  /** A request's text, from the cache or checked now (counted as parsed and validated when it got that far). */
+  private entryFor(source: string): DocumentEntry {
+    const hash = hashOf(source);
+    const known = this.documents.get(hash);
+    if (known) return known;
+    const verdict = this.checkText(source);
+    if (!('step' in verdict) || verdict.step !== 'text') this.counters.parsed += 1;
+    if (!('step' in verdict) || verdict.step === 'validate') this.counters.validated += 1;
+    return this.documents.remember(hash, verdict);
   }
 
   /**
    * The operation checks, in order: transport, variables' nesting, cost, the added checks. The
    * variables' coercion is `coerceVariables`, asked separately because HTTP runs it with execution.
    */
-  checkOperation(
+  private checkOperation(
     transport: Transport,
     document: DocumentNode,
     operation: OperationDefinitionNode | undefined,
@@ -249,9 +233,9 @@ export class DocumentPolicy {
 
   /**
    * The variables coerced to their types (graphql-js's coercion), or BAD_USER_INPUT errors that
-   * name the variable and the reason, without the value. Asked before execution on every route.
+   * name the variable and the reason, without the value. Asked before every run.
    */
-  coerceVariables(
+  private coerceVariables(
     definitions: readonly VariableDefinitionNode[],
     variables: Record<string, unknown>,
   ): { coerced: Record<string, unknown> } | { errors: readonly GraphQLError[] } {
@@ -259,66 +243,47 @@ export class DocumentPolicy {
     const result = getVariableValues(this.schema, definitions, variables, { maxErrors: LIMITS.validationErrors });
     if (!result.errors) return { coerced: result.coerced };
     return {
-      errors: result.errors.map(
-        (error) =>
-          new GraphQLError(error.message, {
-            nodes: error.nodes,
-            originalError: error.originalError,
-            extensions: { code: 'BAD_USER_INPUT' },
-          }),
+      errors: result.errors.map((error) =>
+        graphqlError('BAD_USER_INPUT', error.message, { nodes: error.nodes, originalError: error.originalError }),
       ),
     };
   }
 
-  /** A graphql-ws subscribe, through every check in order; what to run, or the errors to answer. */
+  /** The WebSocket door: a graphql-ws subscribe through every step in order; what to run, or the errors to answer. */
   admitSubscription(
     payload: DocumentRequest & { operationName?: string | null; variables?: Record<string, unknown> | null },
   ): AdmittedSubscription | { readonly errors: readonly GraphQLError[] } {
     const admission = this.trusted.admit(payload);
     if (admission.kind === 'refused') return { errors: [admission.error] };
-    let document: DocumentNode;
-    if (admission.kind === 'trusted') document = admission.document.document;
-    else {
-      const checked = this.checkDocument(typeof payload.query === 'string' ? payload.query : '');
-      if ('errors' in checked) return checked;
-      document = checked.document;
-    }
-    const admitted = this.admitOperation('ws', document, payload.operationName, payload.variables ?? {});
-    return 'errors' in admitted ? admitted : { document, operation: admitted.operation };
-  }
-
-  /**
-   * The operation checks and the variables' coercion for a document that passed the checks on its
-   * text (the gate, the text checks and the validation rules): the operation to run and its
-   * coerced variables, or the errors to answer. Asked by graphql-ws's subscribe and by the fast
-   * path (fast-path.ts); Apollo's route asks the same checks through `plugin` and the executor.
-   */
-  admitOperation(
-    transport: Transport,
-    document: DocumentNode,
-    operationName: string | null | undefined,
-    variables: Record<string, unknown>,
-  ): AdmittedOperation | { readonly errors: readonly GraphQLError[] } {
+    const verdict =
+      admission.kind === 'trusted'
+        ? admission.document.entry.verdict
+        : this.entryFor(typeof payload.query === 'string' ? payload.query : '').verdict;
+    if ('errors' in verdict) return { errors: verdict.errors };
+    const { document } = verdict;
+    const operationName = payload.operationName ?? undefined;
+    const variables = payload.variables ?? {};
     const operation = getOperationAST(document, operationName) ?? undefined;
-    const refused = this.checkOperation(transport, document, operation, operationName ?? undefined, variables);
+    const refused = this.checkOperation('ws', document, operation, operationName, variables);
     if (refused) return { errors: [refused] };
     if (!operation) return { errors: [badUserInput('The operation to run could not be told from the document and operationName')] };
     const coerced = this.coerceVariables(operation.variableDefinitions ?? [], variables);
     if ('errors' in coerced) return coerced;
-    return { operation, coerced: coerced.coerced };
+    return { document, operation };
   }
 
   /**
-   * The /graphql preHandler: the trusted-documents gate, then the text checks, before Apollo or
-   * anything else parses the text. A refused document is answered here: PERSISTED_QUERY_NOT_FOUND
-   * with HTTP 200, a text check's error with 400.
+   * The HTTP door's first step, a /graphql preHandler: the trusted-documents gate, then the text
+   * checks, before Apollo or anything else parses the text. A refused document is answered here:
+   * PERSISTED_QUERY_NOT_FOUND with HTTP 200, a text check's error with 400. A text known to the
+   * cache passed them when it was first seen.
    */
   httpHook(): preHandlerAsyncHookHandler {
     const gate = this.trusted.httpGate();
     return async (request: FastifyRequest, reply: FastifyReply) => {
       const refused = gate(request);
       // HTTP 200, as APQ clients expect.
-      if (refused) return send(reply, 200, refused.message, 'PERSISTED_QUERY_NOT_FOUND');
+      if (refused) return sendGraphQLErrors(reply, 200, [refused]);
       // A trusted document passed the text checks when the manifest was loaded.
       if (request.trustedDocument) return;
       const source =
@@ -326,15 +291,21 @@ export class DocumentPolicy {
           ? (request.query as Record<string, unknown>).query
           : (request.body as Record<string, unknown> | null)?.query;
       if (typeof source !== 'string') return;
-      const error = this.textError(source);
-      if (error) return send(reply, 400, error.message, String(error.extensions.code));
+      // Every later step would read a longer one whole, the hash first.
+      if (source.length > LIMITS.queryLength) return sendGraphQLErrors(reply, 400, [this.textError(source)!]);
+      const hash = hashOf(source);
+      const known = this.documents.get(hash)?.verdict;
+      const error = known ? ('step' in known && known.step === 'text' ? known.errors[0] : undefined) : this.textError(source);
+      if (!error) return;
+      if (!known) this.documents.remember(hash, { step: 'text', errors: [error] });
+      return sendGraphQLErrors(reply, 400, [error]);
     };
   }
 
   /**
-   * The one Apollo plugin of the policy: the operation checks once Apollo has resolved the
+   * The Apollo plugin of the pipeline: the operation checks once Apollo has resolved the
    * operation (before any resolver runs), and the counts of the documents Apollo parses and
-   * validates (it skips both for a document its store holds).
+   * validates (it skips both for a document the cache holds).
    */
   plugin(): ApolloServerPlugin {
     const counters = this.counters;
@@ -350,9 +321,9 @@ export class DocumentPolicy {
     return { requestDidStart: async () => hooks };
   }
 
-  /** Apollo's document store: the trusted documents first (parsed and validated at start), then `others`. */
-  documentStore(others: KeyValueCache<DocumentNode>): KeyValueCache<DocumentNode> {
-    return this.trusted.documentStore(others);
+  /** Apollo's document store: this pipeline's cache of documents. */
+  documentStore(): KeyValueCache<DocumentNode> {
+    return this.documents.apolloStore();
   }
 
   /** Apollo's APQ cache: registrations are kept only when there is no manifest. */
@@ -360,15 +331,46 @@ export class DocumentPolicy {
     return this.trusted.apqCache();
   }
 
-  /** The plans compiled at start for the trusted documents (the executor asks before compiling one itself). */
-  precompiled(): { compiledFor(document: DocumentNode): CompiledQuery | undefined } {
-    return { compiledFor: (document) => this.trusted.compiledFor(document) };
+  /**
+   * The run, for Apollo (which takes a custom executor only through its gateway interface): the
+   * variables coerced, then the document's compiled plan when it has earned one (plans.ts), else
+   * graphql-js. For a schema that never changes.
+   */
+  gateway(): Gateway {
+    const schema = this.schema;
+    const executor: Executor = (requestContext) => {
+      const run = () => this.run(requestContext);
+      if (!this.tracing) return run();
+      const type = requestContext.operation?.operation ?? 'query';
+      return this.tracing.operation(type, requestContext.operationName ?? requestContext.request.operationName, run);
+    };
+    return {
+      load: async () => ({ executor }),
+      onSchemaLoadOrUpdate: (callback) => {
+        callback({ apiSchema: schema, coreSupergraphSdl: '' });
+        return () => undefined;
+      },
+      stop: async () => undefined,
+    };
   }
-}
 
-function send(reply: FastifyReply, status: number, message: string, code: string) {
-  return reply
-    .code(status)
-    .type('application/json; charset=utf-8')
-    .send({ errors: [{ message, extensions: { code } }] });
+  private async run(requestContext: Parameters<Executor>[0]): Promise<ExecutionResult> {
+    const { document, request, context: contextValue, queryHash } = requestContext;
+    // Typed as always there, but Apollo calls the executor before it checks that the operation
+    // name resolved (an unknown or empty operationName, several operations and none named): it
+    // expects the executor to report that as graphql-js does, and makes the answer a 400 from it.
+    const operation: OperationDefinitionNode | undefined = requestContext.operation;
+    const operationName = request.operationName ?? null;
+    const variables = request.variables ?? {};
+    if (!operation) return execute({ schema: this.schema, document, contextValue, variableValues: variables, operationName });
+    const input = this.coerceVariables(operation.variableDefinitions ?? [], variables);
+    if ('errors' in input) return { errors: input.errors };
+    const entry = this.documents.get(queryHash);
+    const plan = entry && planOf(this.schema, entry, () => this.documents.planned(queryHash, entry));
+    if (plan) {
+      this.runs.compiledRuns += 1;
+      return runPlan(this.schema, plan, operation, contextValue, input.coerced);
+    }
+    return execute({ schema: this.schema, document, contextValue, variableValues: variables, operationName });
+  }
 }
