@@ -200,6 +200,12 @@ function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLF
     const fields = variableFields(formatted.message) ?? literalFields(error, formatted.message);
     return shaped(formatted, 'BAD_USER_INPUT', formatted.message, fields);
   }
+  // A catalogue code given by graphqlError (an operation check, a refused subscribe) stays; an
+  // INTERNAL_SERVER_ERROR (Apollo's own failures) is masked below.
+  const kept = typeof code === 'string' && code !== 'INTERNAL_SERVER_ERROR' && Object.hasOwn(ERROR_STATUS, code);
+  if (kept && !(error instanceof GraphQLError && error.originalError)) {
+    return shaped(formatted, code as ErrorCode, formatted.message);
+  }
   // A GraphQLError with no cause and no path is about the request itself (an unsupported
   // operation type, a persisted-query hash that does not match): the client's mistake.
   if (error instanceof GraphQLError && !error.originalError && !formatted.path) {

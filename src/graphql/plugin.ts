@@ -74,10 +74,14 @@ function graphQLRequestOf(request: FastifyRequest): HTTPGraphQLRequest {
   for (const [name, value] of Object.entries(request.headers)) {
     if (value) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
   }
-  const search =
-    request.method === 'GET'
-      ? `?${new URLSearchParams(request.query as Record<string, string>).toString()}`
-      : new URL(request.url, `${request.protocol}://${request.hostname}/`).search;
+  let search = '';
+  if (request.method === 'GET') search = `?${new URLSearchParams(request.query as Record<string, string>).toString()}`;
+  else {
+    // As URL's `search` would read it (without a fragment), without building a URL per request.
+    const start = request.url.indexOf('?');
+    if (start >= 0) search = request.url.slice(start).split('#', 1)[0];
+    if (search === '?') search = '';
+  }
   return { body: request.body, method: request.method.toUpperCase(), headers, search };
 }
 

@@ -2,7 +2,7 @@ import { InMemoryLRUCache, type KeyValueCache } from '@apollo/utils.keyvaluecach
 import type { FastifyRequest } from 'fastify';
 import { getOperationAST, GraphQLError, OperationTypeNode, type GraphQLSchema } from 'graphql';
 import { ConfigError, type TrustedDocumentsManifest } from '../config';
-import { AppError } from '../errors';
+import { graphqlError } from './format-error';
 import type { DocumentEntry, TextVerdict } from './document-cache';
 import { compile } from './plans';
 
@@ -76,7 +76,8 @@ function apqHash(extensions: unknown): unknown {
 /** APQ registrations kept when there is no manifest: bounded, as Apollo's own default cache is. */
 const APQ_CACHE_BYTES = 16 * 2 ** 20;
 
-const notFound = (message: string) => new GraphQLError(message, { originalError: new AppError('PERSISTED_QUERY_NOT_FOUND', message) });
+/** HTTP 200, as APQ clients expect (the catalogue's 404 is REST's). */
+const notFound = (message: string) => graphqlError('PERSISTED_QUERY_NOT_FOUND', message, { status: 200 });
 const UNKNOWN_ID = 'PersistedQueryNotFound: no document with this id is known here';
 const NOT_TRUSTED =
   'PersistedQueryNotFound: only the trusted documents of this server run here (TRUSTED_DOCUMENTS); send one by its documentId or its exact text';

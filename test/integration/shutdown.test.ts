@@ -162,6 +162,10 @@ describe.each(databases)('graceful shutdown on %s', (kind) => {
       heldRequest(port, '/trainer/authenticate', { email, password: 'graceful-exit' }),
       heldRequest(port, '/graphql', { query: '{ me { id } }' }, token),
     ];
+    // Answered only once the server has read the held requests' headers, sent earlier on their own
+    // connections: from then on they are requests in flight, not idle connections (which a closing
+    // server may drop; on a loaded machine 100 ms was not always enough for that read).
+    await Promise.all([0, 1, 2].map(() => send(port, 'GET', '/healthz')));
     const before = Array.from({ length: 15 }, (_, i) => mix(i));
     await sleep(100);
     const sigtermAt = Date.now();

@@ -1,0 +1,162 @@
+import 'reflect-metadata';
+import { GraphQLError, parse, type GraphQLSchema } from 'graphql';
+import { DocumentCache, hashOf } from '../../src/graphql/document-cache';
+import { createFormatError, graphqlError } from '../../src/graphql/format-error';
+import { Pipeline, type DocumentCheck } from '../../src/graphql/pipeline';
+import { buildGraphQLSchema } from '../../src/graphql/schema';
+import { documentCounters } from '../../src/graphql/trusted-documents';
+
+/*
+ * The pipeline's admission, asked directly (the WebSocket door's entry: every step in order), and
+ * its one cache of documents. The doors themselves are tested from outside in
+ * test/integration/document-policy.test.ts and the transport suites.
+ */
+
+const SUBSCRIPTION = 'subscription Events($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { kind } }';
+const QUERY = 'query One($id: ID!) { trainer(id: $id) { id } }';
+
+let schema: GraphQLSchema;
+beforeAll(async () => {
+  schema = await buildGraphQLSchema();
+});
+
+function pipeline(options: Partial<ConstructorParameters<typeof Pipeline>[1]> = {}) {
+  const counters = documentCounters();
+  const made = new Pipeline(schema, { introspection: true, isProduction: false, trustedDocuments: undefined, counters, ...options });
+  return { made, counters };
+}
+
+const format = createFormatError({ isProduction: true });
+
+/** The code and message of each error as a client gets them (the one formatter), or 'admitted'. */
+function outcome(admitted: ReturnType<Pipeline['admitSubscription']>) {
+  if (!('errors' in admitted)) return 'admitted';
+  return admitted.errors.map((error) => {
+    const formatted = format(error.toJSON(), error);
+    return [formatted.extensions?.code, formatted.message];
+  });
+}
+
+describe('Pipeline.admitSubscription', () => {
+  it('admits a subscription with variables of their types, and parses and validates its text once', () => {
+    const { made, counters } = pipeline();
+    expect(outcome(made.admitSubscription({ query: SUBSCRIPTION, variables: { trainerId: '1' } }))).toBe('admitted');
+    expect(outcome(made.admitSubscription({ query: SUBSCRIPTION, variables: { trainerId: '2' } }))).toBe('admitted');
+    expect([counters.parsed, counters.validated]).toEqual([1, 1]);
+  });
+
+  it('refuses at each step with the code of that step', () => {
+    const { made, counters } = pipeline();
+    expect(outcome(made.admitSubscription({ query: `{ __typename }${' '.repeat(40_000)}` }))).toEqual([
+      ['BAD_USER_INPUT', 'The query is longer than 32768 characters'],
+    ]);
+    // Refused before parsing: nothing was parsed.
+    expect(counters.parsed).toBe(0);
+    expect(outcome(made.admitSubscription({ query: 'subscription {' }))).toEqual([
+      ['BAD_USER_INPUT', expect.stringMatching(/^Syntax Error/)],
+    ]);
+    expect(outcome(made.admitSubscription({ query: 'subscription { nothingHere }' }))).toEqual([
+      ['GRAPHQL_VALIDATION_FAILED', expect.stringContaining('nothingHere')],
+    ]);
+    // A query over WebSocket: the transport check.
+    expect(outcome(made.admitSubscription({ query: QUERY, variables: { id: '1' } }))).toEqual([
+      ['BAD_USER_INPUT', 'Only subscriptions are taken over WebSocket: send queries and mutations with POST /graphql'],
+    ]);
+    // A variable of the wrong type: named, without its value.
+    const wrongType = outcome(made.admitSubscription({ query: SUBSCRIPTION, variables: { trainerId: { secret: 'x' } } }));
+    expect(wrongType).toEqual([['BAD_USER_INPUT', expect.stringContaining('$trainerId')]]);
+    expect(JSON.stringify(wrongType)).not.toContain('secret');
+    const deep = JSON.parse(`${'['.repeat(200)}1${']'.repeat(200)}`) as unknown;
+    expect(outcome(made.admitSubscription({ query: SUBSCRIPTION, variables: { trainerId: deep } }))).toEqual([
+      ['BAD_USER_INPUT', expect.stringMatching(/nest arrays or objects deeper/)],
+    ]);
+  });
+
+  it('remembers a refused text too: sent again, it is not parsed again', () => {
+    const { made, counters } = pipeline();
+    for (let i = 0; i < 3; i += 1) made.admitSubscription({ query: 'subscription { nothingHere }' });
+    expect([counters.parsed, counters.validated]).toEqual([1, 1]);
+  });
+
+  it('asks the added checks after the built-in ones, and answers their error', () => {
+    const refuse: DocumentCheck = ({ variables }) => (variables.trainerId === '13' ? graphqlError('FORBIDDEN', 'Not this one') : undefined);
+    const { made } = pipeline({ checks: [refuse] });
+    expect(outcome(made.admitSubscription({ query: SUBSCRIPTION, variables: { trainerId: '13' } }))).toEqual([
+      ['FORBIDDEN', 'Not this one'],
+    ]);
+    expect(outcome(made.admitSubscription({ query: SUBSCRIPTION, variables: { trainerId: '12' } }))).toBe('admitted');
+  });
+
+  it('in production with a manifest, admits its documents by id or by text and refuses any other before parsing it', () => {
+    const id = hashOf(SUBSCRIPTION);
+    const { made, counters } = pipeline({
+      isProduction: true,
+      trustedDocuments: { file: 'manifest.json', documents: new Map([[id, SUBSCRIPTION]]) },
+    });
+    expect(outcome(made.admitSubscription({ documentId: `sha256:${id}`, variables: { trainerId: '1' } }))).toBe('admitted');
+    expect(outcome(made.admitSubscription({ query: SUBSCRIPTION, variables: { trainerId: '1' } }))).toBe('admitted');
+    const other = 'subscription Other($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { kind } }';
+    expect(outcome(made.admitSubscription({ query: other, variables: { trainerId: '1' } }))).toEqual([
+      ['PERSISTED_QUERY_NOT_FOUND', expect.stringMatching(/^PersistedQueryNotFound/)],
+    ]);
+    expect(outcome(made.admitSubscription({ documentId: `sha256:${'0'.repeat(64)}` }))).toEqual([
+      ['PERSISTED_QUERY_NOT_FOUND', expect.stringMatching(/^PersistedQueryNotFound/)],
+    ]);
+    // The manifest's document was parsed at start, not per request; the other was never parsed.
+    expect(counters.parsed).toBe(0);
+    expect([counters.byId, counters.byText, counters.refused]).toEqual([1, 1, 2]);
+  });
+
+  it('stops start-up on a manifest document that breaks a rule, naming it', () => {
+    const bad = 'subscription { nothingHere }';
+    expect(() =>
+      pipeline({ isProduction: true, trustedDocuments: { file: 'manifest.json', documents: new Map([[hashOf(bad), bad]]) } }),
+    ).toThrow(/manifest\.json document [0-9a-f]{64} does not validate/);
+  });
+});
+
+describe('DocumentCache', () => {
+  const documentOf = (text: string) => ({ document: parse(text) });
+
+  it('is Apollo’s document store: a document set under Apollo’s key is found by the text’s hash, and the other way round', async () => {
+    const cache = new DocumentCache();
+    const store = cache.apolloStore();
+    const hash = hashOf(QUERY);
+    expect(await store.get(`schemahash:${hash}`)).toBeUndefined();
+    const { document } = documentOf(QUERY);
+    await store.set(`schemahash:${hash}`, document);
+    expect(cache.get(hash)?.verdict).toEqual({ document });
+    const other = hashOf('{ __typename }');
+    cache.remember(other, documentOf('{ __typename }'));
+    expect(await store.get(`another-prefix:${other}`)).toBe((cache.get(other)!.verdict as { document: unknown }).document);
+  });
+
+  it('does not hand a refused text to Apollo as a document', async () => {
+    const cache = new DocumentCache();
+    const hash = hashOf('{');
+    cache.remember(hash, { step: 'parse', errors: [new GraphQLError('Syntax Error')] });
+    expect(await cache.apolloStore().get(`x:${hash}`)).toBeUndefined();
+  });
+
+  it('weighs the text each document keeps: distinct long texts are evicted, pinned entries never', () => {
+    const pinnedHash = hashOf(QUERY);
+    const pinned = { verdict: documentOf(QUERY), uses: 0, plan: null };
+    const cache = new DocumentCache(new Map([[pinnedHash, pinned]]));
+    const hashes: string[] = [];
+    for (let i = 0; i < 400; i += 1) {
+      const text = `#${i}${'x'.repeat(90_000)}\n{ __typename }`;
+      hashes.push(hashOf(text));
+      cache.remember(hashes[i], documentOf(text));
+    }
+    const kept = hashes.filter((hash) => cache.get(hash) !== undefined).length;
+    // 32 MiB holds about 180 of them, each counted as twice its 90 KB text.
+    expect(kept).toBeGreaterThan(100);
+    expect(kept).toBeLessThan(200);
+    // The most recent are those kept.
+    expect(cache.get(hashes[399])).toBeDefined();
+    expect(cache.get(hashes[0])).toBeUndefined();
+    expect(cache.get(pinnedHash)).toBe(pinned);
+    // Recording a pinned text again changes nothing.
+    expect(cache.remember(pinnedHash, documentOf(QUERY))).toBe(pinned);
+  });
+});
