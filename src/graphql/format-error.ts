@@ -215,21 +215,27 @@ function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLF
   return shaped(formatted, appError.code, appError.message);
 }
 
-/** Logs the errors of an operation that are not the client's, through the request's own logger. */
+/**
+ * Logs the errors of an operation that are not the client's. Errors without a path are about the
+ * request itself (parse, validation, limits, variables): the client's mistakes, not logged, all
+ * the more as graphql-js puts the variable's value (a password, say) in their message. Apollo
+ * marks its own failures outside execution (e.g. building the context) INTERNAL_SERVER_ERROR.
+ */
+export function logUnexpectedErrors(log: FastifyBaseLogger, errors: readonly GraphQLError[]): void {
+  for (const error of errors) {
+    if (!error.path && error.extensions?.code !== 'INTERNAL_SERVER_ERROR') continue;
+    const original = unwrapResolverError(error);
+    if (original instanceof AppError) continue;
+    logIfUnexpected(log, original, toAppError(original));
+  }
+}
+
+/** Logs, through the request's own logger, the unexpected errors of what Apollo answers itself. */
 export function errorLoggingPlugin(fallback: FastifyBaseLogger): ApolloServerPlugin<GraphQLContext> {
   // One hooks object for every request (they keep no per-request state): nothing allocated per request.
   const hooks: GraphQLRequestListener<GraphQLContext> = {
     async didEncounterErrors({ errors, contextValue }) {
-      for (const error of errors) {
-        // Errors without a path are about the request itself (parse, validation, limits,
-        // variables): the client's mistakes, not logged, all the more as graphql-js puts the
-        // variable's value (a password, say) in their message. Apollo marks its own failures
-        // outside execution (e.g. building the context) INTERNAL_SERVER_ERROR.
-        if (!error.path && error.extensions?.code !== 'INTERNAL_SERVER_ERROR') continue;
-        const original = unwrapResolverError(error);
-        if (original instanceof AppError) continue;
-        logIfUnexpected(contextValue?.log ?? fallback, original, toAppError(original));
-      }
+      logUnexpectedErrors(contextValue?.log ?? fallback, errors);
     },
   };
   return { requestDidStart: async () => hooks };

@@ -1,4 +1,4 @@
-import type { ApolloServerOptionsWithGateway, ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
+import { HeaderMap, type ApolloServerPlugin, type GraphQLRequestListener, type GraphQLResponse } from '@apollo/server';
 import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
 import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import {
@@ -22,15 +22,13 @@ import {
 import type { TrustedDocumentsManifest } from '../config';
 import { MAX_JSON_DEPTH } from '../http/json-body';
 import type { Tracing } from '../telemetry/spans';
-import { graphqlError } from './format-error';
+import { createFormatError, graphqlError, logUnexpectedErrors } from './format-error';
+import type { GraphQLContext } from './context';
 import { sendGraphQLErrors } from './http-errors';
 import { DocumentCache, hashOf, type DocumentEntry, type TextVerdict } from './document-cache';
 import { costChecker, LIMITS, limitRules, repeatedSelections } from './limits';
 import { planOf, runPlan } from './plans';
 import { documentCounters, TrustedDocuments, type DocumentCounters, type DocumentRequest } from './trusted-documents';
-
-type Gateway = ApolloServerOptionsWithGateway<Record<string, unknown>>['gateway'];
-type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
 
 /** How a document reached the server: HTTP (Apollo, any method and route) or graphql-ws. */
 export type Transport = 'http' | 'ws';
@@ -144,6 +142,7 @@ export class Pipeline {
   ) {
     this.counters = options.counters ?? documentCounters();
     this.runs = options.runs ?? { compiledRuns: 0 };
+    this.format = createFormatError(options);
     this.tracing = options.tracing;
     this.checks = options.checks ?? [];
     this.checkCost = costChecker(schema);
@@ -160,6 +159,8 @@ export class Pipeline {
 
   private readonly runs: { compiledRuns: number };
   private readonly tracing: Pick<Tracing, 'operation'> | undefined;
+  /** The one formatter of GraphQL errors (format-error.ts), as Apollo's and the WebSocket's. */
+  private readonly format: ReturnType<typeof createFormatError>;
 
   /** Why a query text is refused before it is parsed (length, repeated selections, fragments), or undefined. */
   private textError(source: string): GraphQLError | undefined {
@@ -303,22 +304,78 @@ export class Pipeline {
   }
 
   /**
-   * The Apollo plugin of the pipeline: the operation checks once Apollo has resolved the
-   * operation (before any resolver runs), and the counts of the documents Apollo parses and
-   * validates (it skips both for a document the cache holds).
+   * The Apollo plugin of the pipeline: the operation checks once Apollo has resolved the operation
+   * (before any resolver runs), then the run itself (`responseForOperation`, the hook Apollo gives
+   * a plugin to answer an operation): the variables coerced, the document's compiled plan when it
+   * has earned one (plans.ts), else graphql-js; the errors through the one formatter. Apollo
+   * answers by itself only what it refuses before (parse, validation, an operation name that
+   * resolves to nothing). Also counts the documents Apollo parses and validates (it skips both
+   * for a document the cache holds).
    */
-  plugin(): ApolloServerPlugin {
+  plugin(): ApolloServerPlugin<GraphQLContext> {
     const counters = this.counters;
-    const hooks: GraphQLRequestListener<Record<string, unknown>> = {
+    const hooks: GraphQLRequestListener<GraphQLContext> = {
       parsingDidStart: async () => void (counters.parsed += 1),
       validationDidStart: async () => void (counters.validated += 1),
-      didResolveOperation: async ({ document, request, operationName, operation }) => {
+      didResolveOperation: async ({ document, request, operationName, operation, contextValue }) => {
+        if (contextValue.request) contextValue.request.operationName = operationName;
         const error = this.checkOperation('http', document, operation, operationName ?? undefined, request.variables ?? {});
         if (error) throw error;
+      },
+      responseForOperation: async ({ document, operation: resolved, operationName, request, contextValue, queryHash }) => {
+        // Typed as always there, but Apollo asks before it checks that the operation name resolved
+        // (an unknown or empty operationName, several operations and none named): then Apollo
+        // answers it, as graphql-js reports it (400).
+        const operation: OperationDefinitionNode | undefined = resolved;
+        if (!operation) return null;
+        // Apollo sets the hash for every request that reaches its pipeline; without one, no plan is looked up.
+        const run = () => this.run(document, operation, request.variables ?? {}, contextValue, queryHash ?? '');
+        const result = this.tracing ? await this.tracing.operation(operation.operation, operationName, run) : await run();
+        return this.response(result, contextValue);
       },
     };
     // The same hooks object for every request: it keeps no per-request state.
     return { requestDidStart: async () => hooks };
+  }
+
+  /** Runs an admitted operation: its variables coerced (their errors answered), then its plan or graphql-js. */
+  private async run(
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+    variables: Record<string, unknown>,
+    contextValue: GraphQLContext,
+    hash: string,
+  ): Promise<ExecutionResult> {
+    const input = this.coerceVariables(operation.variableDefinitions ?? [], variables);
+    if ('errors' in input) return { errors: input.errors };
+    const entry = this.documents.get(hash);
+    const plan = entry && planOf(this.schema, entry, () => this.documents.planned(hash, entry));
+    if (plan) {
+      this.runs.compiledRuns += 1;
+      return runPlan(this.schema, plan, operation, contextValue, input.coerced);
+    }
+    const operationName = operation.name?.value;
+    return execute({ schema: this.schema, document, contextValue, variableValues: variables, operationName });
+  }
+
+  /**
+   * A result as Apollo sends it: errors formatted, the unexpected ones logged, and HTTP 400 when
+   * the run was refused as a whole (the variables: no data, an error that names its status).
+   */
+  private response(result: ExecutionResult, contextValue: GraphQLContext): GraphQLResponse {
+    const errors = result.errors ?? [];
+    if (errors.length > 0) logUnexpectedErrors(contextValue.log, errors);
+    const status = result.data === undefined ? (errors[0]?.extensions.http as { status?: number } | undefined)?.status : undefined;
+    return {
+      http: { status, headers: new HeaderMap() },
+      body: {
+        kind: 'single',
+        singleResult: {
+          ...(errors.length > 0 ? { errors: errors.map((error) => this.format(error.toJSON(), error)) } : {}),
+          ...(result.data === undefined ? {} : { data: result.data }),
+        },
+      },
+    };
   }
 
   /** Apollo's document store: this pipeline's cache of documents. */
@@ -329,48 +386,5 @@ export class Pipeline {
   /** Apollo's APQ cache: registrations are kept only when there is no manifest. */
   apqCache(): KeyValueCache<string> {
     return this.trusted.apqCache();
-  }
-
-  /**
-   * The run, for Apollo (which takes a custom executor only through its gateway interface): the
-   * variables coerced, then the document's compiled plan when it has earned one (plans.ts), else
-   * graphql-js. For a schema that never changes.
-   */
-  gateway(): Gateway {
-    const schema = this.schema;
-    const executor: Executor = (requestContext) => {
-      const run = () => this.run(requestContext);
-      if (!this.tracing) return run();
-      const type = requestContext.operation?.operation ?? 'query';
-      return this.tracing.operation(type, requestContext.operationName ?? requestContext.request.operationName, run);
-    };
-    return {
-      load: async () => ({ executor }),
-      onSchemaLoadOrUpdate: (callback) => {
-        callback({ apiSchema: schema, coreSupergraphSdl: '' });
-        return () => undefined;
-      },
-      stop: async () => undefined,
-    };
-  }
-
-  private async run(requestContext: Parameters<Executor>[0]): Promise<ExecutionResult> {
-    const { document, request, context: contextValue, queryHash } = requestContext;
-    // Typed as always there, but Apollo calls the executor before it checks that the operation
-    // name resolved (an unknown or empty operationName, several operations and none named): it
-    // expects the executor to report that as graphql-js does, and makes the answer a 400 from it.
-    const operation: OperationDefinitionNode | undefined = requestContext.operation;
-    const operationName = request.operationName ?? null;
-    const variables = request.variables ?? {};
-    if (!operation) return execute({ schema: this.schema, document, contextValue, variableValues: variables, operationName });
-    const input = this.coerceVariables(operation.variableDefinitions ?? [], variables);
-    if ('errors' in input) return { errors: input.errors };
-    const entry = this.documents.get(queryHash);
-    const plan = entry && planOf(this.schema, entry, () => this.documents.planned(queryHash, entry));
-    if (plan) {
-      this.runs.compiledRuns += 1;
-      return runPlan(this.schema, plan, operation, contextValue, input.coerced);
-    }
-    return execute({ schema: this.schema, document, contextValue, variableValues: variables, operationName });
   }
 }

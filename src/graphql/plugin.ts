@@ -1,4 +1,4 @@
-import { ApolloServer, HeaderMap, type GraphQLRequestListener, type HTTPGraphQLRequest } from '@apollo/server';
+import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
@@ -20,13 +20,6 @@ import { buildGraphQLSchema } from './schema';
 import { registerSubscriptions } from './subscriptions';
 import type { DocumentCounters } from './trusted-documents';
 import type { Tracing } from '../telemetry/spans';
-
-/** Puts the operation name on the request, for logs and metrics (one hooks object for all requests). */
-const OPERATION_NAME_HOOKS: GraphQLRequestListener<GraphQLContext> = {
-  async didResolveOperation({ operationName, contextValue }) {
-    if (contextValue.request) contextValue.request.operationName = operationName;
-  },
-};
 
 const NO_IDE_MESSAGE = `This is the GraphQL API of the creature registry. Send POST /graphql with a JSON body such as {"query": "{ __typename }"} and Content-Type: application/json.
 The in-browser IDE is off on this server (GRAPHQL_SANDBOX=true turns it on; it is off by default in production).
@@ -121,8 +114,8 @@ export async function registerGraphQL(
   });
   const apollo = new ApolloServer<GraphQLContext>({
     // Apollo parses and validates by the pipeline's rules, into the pipeline's cache, and hands the
-    // document to the pipeline's run (Pipeline.gateway: Apollo takes an executor only as a gateway).
-    gateway: pipeline.gateway(),
+    // operation to the pipeline's plugin, which runs it (Pipeline.plugin).
+    schema,
     validationRules: [...pipeline.validationRules],
     parseOptions: pipeline.parseOptions,
     validationOptions: pipeline.validationOptions,
@@ -141,8 +134,7 @@ export async function registerGraphQL(
     // Fastify's own close() drains HTTP; Apollo's drain plugin would call close() again from inside it.
     stopOnTerminationSignals: false,
     plugins: [
-      { requestDidStart: async () => OPERATION_NAME_HOOKS },
-      // The operation checks (transport, variables' nesting, cost, the added checks).
+      // The operation checks (transport, variables' nesting, cost, the added checks), then the run.
       pipeline.plugin(),
       // The schema has no @cacheControl hints and every answer depends on the caller's token: the
       // default plugin would only wrap every field's resolution to compute `no-store` hints.
