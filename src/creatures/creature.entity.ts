@@ -46,7 +46,9 @@ export class Creature {
   @Column({ name: 'trainer_id', type: 'bigint' })
   trainerId!: number;
 
-  @ManyToOne('Trainer', (trainer: Trainer) => trainer.creatures, { onDelete: 'CASCADE', nullable: false })
+  // No inverse side on Trainer (nothing reads a trainer's creatures through TypeORM): the two
+  // entity files would import each other.
+  @ManyToOne('Trainer', { onDelete: 'CASCADE', nullable: false })
   @JoinColumn({ name: 'trainer_id', foreignKeyConstraintName: 'FK_creature_trainer' })
   trainer?: Relation<Trainer>;
 

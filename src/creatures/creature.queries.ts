@@ -1,5 +1,5 @@
 import { placeholders, sqlDate, sqlInt, type BatchStatement, type Sql } from '../db/sql';
-import { eventSeqOf, nextEventSeqStatements } from '../trainers/trainer.queries';
+import { eventSeqOf, nextEventSeqStatements } from '../trainers/event-seq.queries';
 import { Creature } from './creature.entity';
 
 /*

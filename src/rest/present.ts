@@ -1,6 +1,6 @@
 import type { Creature } from '../creatures/creature.entity';
-import type { Team } from '../trainers/team';
 import { AppError } from '../errors';
+import { TRAINER_COLUMNS, type OwnProperty, type ShownProperty } from '../trainers/trainer.columns';
 import type { Trainer } from '../trainers/trainer.entity';
 import { CONDITION_NAMES, type TrainerConditions } from '../trainers/trainer-filter';
 import { visibleEmail } from '../trainers/trainer.service';
@@ -13,19 +13,13 @@ import { paths } from './paths';
  */
 
 /**
- * A trainer as a REST reader sees it: its creature count (0 when it was not read, as for a new
- * trainer), and its email only when the answer speaks to that trainer (absent otherwise).
+ * A trainer as a REST reader sees it: every public column (TRAINER_COLUMNS) under its property's
+ * name, its creature count 0 when it was not read (as for a new trainer), and what only the
+ * trainer itself may see (its email) only when the answer speaks to that trainer (absent otherwise).
  */
-export interface TrainerJson {
-  readonly id: number;
-  readonly nickname: string;
-  readonly firstName: string;
-  readonly lastName: string;
-  readonly email?: string;
-  readonly team: Team;
-  readonly creaturesOwned: number;
-  readonly createdAt: Date;
-}
+export type TrainerJson = { readonly [P in ShownProperty]-?: NonNullable<Trainer[P]> } & {
+  readonly [P in OwnProperty]?: NonNullable<Trainer[P]>;
+};
 
 /** A page of trainers as GET /trainer sends it (trainerPageSchema). */
 export interface TrainerPageJson {
@@ -41,16 +35,15 @@ export interface TrainerPageJson {
  * only one a list makes for each.
  */
 export function presentTrainer(trainer: Trainer, readerId: number): TrainerJson {
-  return {
-    id: trainer.id,
-    nickname: trainer.nickname,
-    firstName: trainer.firstName,
-    lastName: trainer.lastName,
-    email: visibleEmail(trainer, readerId) ?? undefined,
-    team: trainer.team,
-    creaturesOwned: trainer.creaturesOwned ?? 0,
-    createdAt: trainer.createdAt,
-  };
+  const json: Record<string, unknown> = {};
+  for (const column of TRAINER_COLUMNS) {
+    const value = trainer[column.property];
+    if (column.shown === 'itself') {
+      // Shown as visibleEmail decides (the trainer itself only), and absent otherwise.
+      if (visibleEmail(trainer, readerId) !== null) json[column.property] = value;
+    } else json[column.property] = column.read === 'count' ? (value ?? 0) : value;
+  }
+  return json as TrainerJson;
 }
 
 /** A trainer read for `readerId` (presentTrainer), or NOT_FOUND when there is none with that id (GraphQL answers null). */

@@ -2,6 +2,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT, OFFSET_RULE } from '../common/args';
 import { EMAIL_PATTERN, MAX_EMAIL, MAX_PASSWORD, MIN_PASSWORD, namePattern, NICKNAME_PATTERN, PASSWORD_PATTERN } from '../common/rules';
 import { EMAIL_RULE, MAX_ID, nameRule, NICKNAME_RULE, PASSWORD_RULE } from '../common/validation';
 import { MAX_CREATURE_NAME } from '../creatures/creature.entity';
+import { TRAINER_COLUMNS, type TrainerColumnProperty } from '../trainers/trainer.columns';
 import { MAX_TRAINER_NAME } from '../trainers/trainer.entity';
 import { MAX_CURSOR_LENGTH, NICKNAME_PART_PATTERN, NICKNAME_PART_RULE } from '../trainers/trainer-filter';
 import { MAX_LEVEL, MAX_SPECIES_ID } from '../creatures/creature.inputs';
@@ -25,21 +26,25 @@ const id = { type: 'integer', minimum: 1, maximum: MAX_ID } as const;
 const dateTime = { type: 'string', format: 'date-time', description: 'ISO-8601, UTC' } as const;
 const team = { type: 'string', enum: Object.values(Team) } as const;
 
+/** Each public column's schema, as a trainer in an answer has it (the compiler asks for a new column's). */
+const trainerProperty: { readonly [P in TrainerColumnProperty]: object } = {
+  id,
+  nickname: { type: 'string' },
+  firstName: { type: 'string' },
+  lastName: { type: 'string' },
+  email: { type: 'string', format: 'email' },
+  team,
+  creaturesOwned: { type: 'integer', minimum: 0 },
+  createdAt: dateTime,
+};
+
+/** A trainer as presentTrainer shows it: the public columns in their order; those only the trainer itself sees may be absent. */
 const trainerSchema = {
   $id: 'Trainer',
   type: 'object',
   description: 'A registered trainer. `email` is present only when the trainer is the caller.',
-  required: ['id', 'nickname', 'firstName', 'lastName', 'team', 'creaturesOwned', 'createdAt'],
-  properties: {
-    id,
-    nickname: { type: 'string' },
-    firstName: { type: 'string' },
-    lastName: { type: 'string' },
-    email: { type: 'string', format: 'email' },
-    team,
-    creaturesOwned: { type: 'integer', minimum: 0 },
-    createdAt: dateTime,
-  },
+  required: TRAINER_COLUMNS.filter((column) => column.shown === 'everyone').map((column) => column.property),
+  properties: Object.fromEntries(TRAINER_COLUMNS.map((column) => [column.property, trainerProperty[column.property]])),
   additionalProperties: false,
 } as const;
 

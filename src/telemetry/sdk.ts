@@ -9,7 +9,7 @@ import { MySQL2Instrumentation } from '@opentelemetry/instrumentation-mysql2';
 import { PinoInstrumentation } from '@opentelemetry/instrumentation-pino';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import type { Telemetry } from './start';
+import type { Telemetry } from './telemetry';
 
 /** Requests of the operations endpoints (load balancers and scrapers call them every few seconds) get no span. */
 const UNTRACED = new Set(['/healthz', '/readyz', '/metrics']);

@@ -5,10 +5,7 @@
  * form) nothing of OpenTelemetry is loaded at all: off costs nothing.
  */
 
-export interface Telemetry {
-  /** Exports the spans still buffered; called before the process exits. */
-  shutdown(): Promise<void>;
-}
+import type { Telemetry } from './telemetry';
 
 const OFF: Telemetry = { shutdown: async () => undefined };
 

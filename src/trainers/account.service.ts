@@ -8,18 +8,13 @@ import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import { DELETION_CHUNK, deletedTrainer, deletionMessage } from '../events/creature-event';
 import type { CreatureEventBus } from '../events/event-bus';
-import type { Team } from './team';
 import type { TrainerLists } from './trainer-lists';
+import { PROFILE_COLUMNS, type ProfileProperty } from './trainer.columns';
 import type { Trainer } from './trainer.entity';
 import type { DeletedAccount, PasswordProof, TrainerChangeRow, TrainerQueries } from './trainer.queries';
 
-/** What updateMe changes; a field left out stays as it is. At least one must be given. */
-export interface ProfileChange {
-  readonly nickname?: string;
-  readonly firstName?: string;
-  readonly lastName?: string;
-  readonly team?: Team;
-}
+/** What updateMe changes (the public columns a profile change writes); a field left out stays as it is. At least one must be given. */
+export type ProfileChange = { readonly [P in ProfileProperty]?: Trainer[P] };
 
 /** Where each change is written: the request's logger (it carries the request id). */
 export interface ChangeLog {
@@ -87,7 +82,7 @@ export class AccountService {
       lastName: change.lastName === undefined ? undefined : normalizeText(change.lastName),
       team: change.team,
     };
-    const given = (['nickname', 'firstName', 'lastName', 'team'] as const).filter((field) => row[field] !== undefined);
+    const given = PROFILE_COLUMNS.map((column) => column.property).filter((field) => row[field] !== undefined);
     if (given.length === 0) {
       throw new AppError('BAD_USER_INPUT', 'An update must change at least one of nickname, firstName, lastName and team', [
         { field: 'input', message: 'must have at least one of nickname, firstName, lastName and team' },

@@ -1,6 +1,5 @@
 import { Field, ID, ObjectType } from 'type-graphql';
-import { Column, Entity, Index, OneToMany, PrimaryGeneratedColumn, type Relation } from 'typeorm';
-import type { Creature } from '../creatures/creature.entity';
+import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 import { storedLength } from '../common/text';
 import { Team } from './team';
 
@@ -67,7 +66,4 @@ export class Trainer {
   @Field()
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt!: Date;
-
-  @OneToMany('Creature', (creature: Creature) => creature.trainer)
-  creatures?: Relation<Creature[]>;
 }

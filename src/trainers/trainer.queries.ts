@@ -2,59 +2,59 @@ import { randomBytes } from 'node:crypto';
 import { endSessionsStatement, liveSessionsColumn, parseLiveSessions, sessionOpen } from '../auth/session.queries';
 import { creaturesRead, leftCreatures } from '../creatures/creature.queries';
 import type { Creature } from '../creatures/creature.entity';
-import { placeholders, sqlDate, sqlInt, type BatchResult, type BatchStatement, type Sql } from '../db/sql';
+import { placeholders, sqlInt, type BatchStatement, type Sql } from '../db/sql';
 import type { Team } from './team';
-import { Trainer } from './trainer.entity';
+import {
+  INSERTED_COLUMNS,
+  PROFILE_COLUMNS,
+  TRAINER_COLUMNS,
+  trainerOf,
+  type InsertedProperty,
+  type ProfileProperty,
+  type TrainerField,
+  type TrainerRow,
+} from './trainer.columns';
+import type { Trainer } from './trainer.entity';
 import type { TrainerConditions } from './trainer-filter';
 
 /*
  * Every statement about the trainer table. Services call these; nothing else writes SQL for
- * trainers. A new column touches this file, the entity and a migration.
+ * trainers. The public columns are named in trainer.columns.ts, whose table the reads' column
+ * lists and the writes' public columns come from; the stored-only ones (nickname_key,
+ * password_hash, event_seq) here. A new column: see trainer.columns.ts.
  */
 
-/** A trainer as the reads select it (everything but the password hash, or the fields asked for). */
-interface TrainerRow {
-  id: number | string;
-  nickname?: string;
-  firstName?: string;
-  lastName?: string;
-  email?: string;
-  team?: Team;
-  createdAt?: Date | string;
-  creaturesOwned?: number | string | null;
-  liveSessions?: string | Buffer | null;
-}
-
 /** A row to insert: the stored forms (normalised names, lower-cased email and nickname key, the hash). */
-export interface NewTrainerRow {
-  readonly nickname: string;
+export type NewTrainerRow = { readonly [P in InsertedProperty]: Trainer[P] } & {
   readonly nicknameKey: string;
-  readonly firstName: string;
-  readonly lastName: string;
-  readonly email: string;
   readonly passwordHash: string;
-  readonly team: Team;
-  readonly createdAt: Date;
-}
+};
 
-const COLUMNS = 't.id, t.nickname, t.first_name AS firstName, t.last_name AS lastName, t.email, t.team, t.created_at AS createdAt';
+/**
+ * A public column in a read's column list (TRAINER_COLUMNS): under its property's name
+ * (`t.first_name AS firstName`), the name its row's value has (TrainerRow).
+ */
+const selected = (column: { readonly sql: string; readonly property: string }): string =>
+  column.sql === column.property ? `t.${column.sql}` : `t.${column.sql} AS ${column.property}`;
 
-/** Each readable property of a trainer as a column (besides the id, always read). */
-const COLUMN_OF = {
-  nickname: 't.nickname',
-  firstName: 't.first_name AS firstName',
-  lastName: 't.last_name AS lastName',
-  email: 't.email',
-  team: 't.team',
-  createdAt: 't.created_at AS createdAt',
-} as const;
+/** A read of whole trainers: every public column but the count. */
+const COLUMNS = TRAINER_COLUMNS.filter((column) => column.read !== 'count')
+  .map(selected)
+  .join(', ');
 
-/** A property of a trainer that a read can leave out. */
-export type TrainerField = keyof typeof COLUMN_OF;
+/** Each property of a trainer as a read selects it (COLUMN_OF[field], for the reads of some fields). */
+const COLUMN_OF: Readonly<Record<string, string>> = Object.fromEntries(
+  TRAINER_COLUMNS.map((column) => [column.property, selected(column)]),
+);
 
-export const isTrainerField = (name: string): name is TrainerField => Object.hasOwn(COLUMN_OF, name);
-/** Kept by every creature create and delete (see nextEventSeqStatements), recounted by `npm run reconcile` (ReconcileQueries). */
-const CREATURE_COUNT = 't.creatures_owned';
+/**
+ * The count, for the reads that ask for it: kept by every creature create and delete
+ * (nextEventSeqStatements, event-seq.queries.ts), recounted by `npm run reconcile` (ReconcileQueries).
+ */
+const CREATURE_COUNT = COLUMN_OF.creaturesOwned;
+
+/** The public columns a registration's INSERT writes (with nickname_key and password_hash). */
+const INSERTED_NAMES = INSERTED_COLUMNS.map((column) => column.sql).join(', ');
 
 /** Trainers read by id, and the open sessions of those asked about (the callers). */
 export interface TrainersById {
@@ -99,7 +99,7 @@ function mergedRead(
   const idList = shaped(ids, NO_ID);
   const callerList = shaped(callers, NO_ID);
   const sql =
-    `SELECT ${COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned, ${liveSessionsColumn(callerList.values.length)} AS liveSessions` +
+    `SELECT ${COLUMNS}, ${CREATURE_COUNT}, ${liveSessionsColumn(callerList.values.length)} AS liveSessions` +
     ` FROM ${byIdFrom(isMysql)} WHERE t.id IN (${placeholders(idList.values.length)})`;
   return { sql, params: [...callerList.values, now, ...idList.values], prepared: idList.fits && callerList.fits };
 }
@@ -154,13 +154,7 @@ function matching(conditions: TrainerConditions, afterId: number): { from: strin
 }
 
 /** What a profile change writes (the stored forms); a property left out stays as it is. */
-export interface TrainerChangeRow {
-  readonly nickname?: string;
-  readonly nicknameKey?: string;
-  readonly firstName?: string;
-  readonly lastName?: string;
-  readonly team?: Team;
-}
+export type TrainerChangeRow = { readonly [P in ProfileProperty]?: Trainer[P] } & { readonly nicknameKey?: string };
 
 /**
  * What a password sent to prove who is asking was checked against: the trainer's stored hash as
@@ -185,20 +179,6 @@ const hashIs = (id: number, hash: string): BatchStatement => ({
   params: [id, hash],
 });
 
-/** A trainer with the properties its row holds, and `creaturesOwned` when the statement read it. */
-function toTrainer(row: TrainerRow): Trainer {
-  const trainer = new Trainer();
-  trainer.id = sqlInt(row.id);
-  if (row.nickname !== undefined) trainer.nickname = row.nickname;
-  if (row.firstName !== undefined) trainer.firstName = row.firstName;
-  if (row.lastName !== undefined) trainer.lastName = row.lastName;
-  if (row.email !== undefined) trainer.email = row.email;
-  if (row.team !== undefined) trainer.team = row.team;
-  if (row.createdAt !== undefined) trainer.createdAt = sqlDate(row.createdAt);
-  if (row.creaturesOwned !== null && row.creaturesOwned !== undefined) trainer.creaturesOwned = sqlInt(row.creaturesOwned);
-  return trainer;
-}
-
 export class TrainerQueries {
   constructor(private readonly sql: Sql) {}
 
@@ -212,16 +192,14 @@ export class TrainerQueries {
     const newId = this.sql.isMysql ? 'LAST_INSERT_ID()' : 'last_insert_rowid()';
     const [inserted] = await this.sql.batch([
       {
-        sql: 'INSERT INTO trainer (nickname, nickname_key, first_name, last_name, email, password_hash, team, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        sql: `INSERT INTO trainer (${INSERTED_NAMES}, nickname_key, password_hash) VALUES (${placeholders(INSERTED_COLUMNS.length + 2)})`,
         params: [
-          row.nickname,
+          ...INSERTED_COLUMNS.map(({ property }) => {
+            const value = row[property];
+            return value instanceof Date ? this.sql.date(value) : value;
+          }),
           row.nicknameKey,
-          row.firstName,
-          row.lastName,
-          row.email,
           row.passwordHash,
-          row.team,
-          this.sql.date(row.createdAt),
         ],
       },
       // The suffix and count tables have no row ids of their own (WITHOUT ROWID on SQLite), so the new id stays the trainer's.
@@ -253,12 +231,11 @@ export class TrainerQueries {
   async updateProfile(id: number, change: TrainerChangeRow): Promise<Trainer | null> {
     const set: string[] = [];
     const values: unknown[] = [];
+    // The team has a statement of its own (below), which moves its count.
     for (const [column, value] of [
-      ['nickname', change.nickname],
-      ['nickname_key', change.nicknameKey],
-      ['first_name', change.firstName],
-      ['last_name', change.lastName],
-    ] as const) {
+      ...PROFILE_COLUMNS.filter(({ property }) => property !== 'team').map(({ sql, property }) => [sql, change[property]] as const),
+      ['nickname_key', change.nicknameKey] as const,
+    ]) {
       if (value === undefined) continue;
       set.push(`${column} = ?`);
       values.push(value);
@@ -288,10 +265,10 @@ export class TrainerQueries {
         { sql: 'UPDATE trainer SET team = ? WHERE id = ?', params: [change.team, id] },
       );
     }
-    statements.push({ sql: `SELECT ${COLUMNS}, ${CREATURE_COUNT} AS creaturesOwned FROM trainer t WHERE t.id = ?`, params: [id] });
+    statements.push({ sql: `SELECT ${COLUMNS}, ${CREATURE_COUNT} FROM trainer t WHERE t.id = ?`, params: [id] });
     const results = await this.sql.batch(statements, { readCommitted: true });
     const row = results[results.length - 1].rows[0] as TrainerRow | undefined;
-    return row ? toTrainer(row) : null;
+    return row ? trainerOf(row) : null;
   }
 
   /**
@@ -365,7 +342,7 @@ export class TrainerQueries {
     );
     const row = locked.rows[0] as (TrainerRow & { seq: number | string }) | undefined;
     if (!row || deleted.affected === 0) return null;
-    return { trainer: toTrainer(row), lastSeq: sqlInt(row.seq), sessions: sessions.affected };
+    return { trainer: trainerOf(row), lastSeq: sqlInt(row.seq), sessions: sessions.affected };
   }
 
   /**
@@ -409,12 +386,15 @@ export class TrainerQueries {
     { mayLag = false } = {},
   ): Promise<TrainersById> {
     const read = mergedRead(ids, callers, this.sql.date(new Date()), this.sql.isMysql);
-    const rows = await this.sql.rows<TrainerRow>(read.sql, read.params, { prepared: read.prepared, mayLag });
+    const rows = await this.sql.rows<TrainerRow & { liveSessions?: string | Buffer | null }>(read.sql, read.params, {
+      prepared: read.prepared,
+      mayLag,
+    });
     const trainers = new Map<number, Trainer>();
     const liveSessions = new Map<number, readonly number[]>();
     for (const row of rows) {
       if (!withCounts) row.creaturesOwned = undefined;
-      const trainer = toTrainer(row);
+      const trainer = trainerOf(row);
       trainers.set(trainer.id, trainer);
       if (callers.length > 0) liveSessions.set(trainer.id, parseLiveSessions(row.liveSessions));
     }
@@ -437,8 +417,8 @@ export class TrainerQueries {
     { mayLag = false } = {},
   ): Promise<Trainer[]> {
     const { from, where, params } = matching(conditions, afterId);
-    const columns = fields ? ['t.id', ...fields.map((field) => COLUMN_OF[field])].join(', ') : COLUMNS;
-    const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
+    const columns = fields ? [COLUMN_OF.id, ...fields.map((field) => COLUMN_OF[field])].join(', ') : COLUMNS;
+    const counted = withCounts ? `, ${CREATURE_COUNT}` : '';
     const conditionsSql = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
     // LIMIT and OFFSET are written in (whole numbers, checked by the caller): MySQL refuses them as bound doubles.
     const window = ` ORDER BY t.id LIMIT ${Math.trunc(limit)} OFFSET ${Math.trunc(offset)}`;
@@ -450,7 +430,7 @@ export class TrainerQueries {
         ? `SELECT ${columns}${counted} FROM (SELECT t.id FROM trainer t${conditionsSql}${window}) p JOIN trainer t ON t.id = p.id ORDER BY t.id`
         : `SELECT ${columns}${counted} FROM ${from}${conditionsSql}${window}`;
     const rows = await this.sql.rows<TrainerRow>(sql, params, { mayLag });
-    return rows.map(toTrainer);
+    return rows.map(trainerOf);
   }
 
   /**
@@ -475,7 +455,7 @@ export class TrainerQueries {
    */
   async inRanges(team: Team | undefined, ranges: readonly (readonly [number, number])[], withCounts: boolean): Promise<Trainer[]> {
     const padded = shaped(ranges, [NO_ID, NO_ID] as const, [1, 4, 16, 64]);
-    const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
+    const counted = withCounts ? `, ${CREATURE_COUNT}` : '';
     const between = padded.values.map(() => 't.id BETWEEN ? AND ?').join(' OR ');
     const from = team === undefined ? byIdFrom(this.sql.isMysql) : 'trainer t';
     const rows = await this.sql.rows<TrainerRow>(
@@ -483,7 +463,7 @@ export class TrainerQueries {
       [...(team === undefined ? [] : [team]), ...padded.values.flat()],
       { prepared: padded.fits, mayLag: true },
     );
-    return rows.map(toTrainer);
+    return rows.map(trainerOf);
   }
 
   /** Every team's number of trainers, from trainer_count (a few rows per 65,536 ids). */
@@ -530,14 +510,15 @@ export class TrainerQueries {
     fields: readonly TrainerField[],
     { mayLag = false } = {},
   ): Promise<Map<number, Trainer>> {
-    const columns = ['t.id', ...fields.map((field) => COLUMN_OF[field])].join(', ');
-    const counted = withCounts ? `, ${CREATURE_COUNT} AS creaturesOwned` : '';
+    const columns = [COLUMN_OF.id, ...fields.map((field) => COLUMN_OF[field])].join(', ');
+    const counted = withCounts ? `, ${CREATURE_COUNT}` : '';
     const rows = await this.sql.rows<TrainerRow>(
       `SELECT ${columns}${counted} FROM ${byIdFrom(this.sql.isMysql)} WHERE t.id IN (${placeholders(ids.length)})`,
       ids,
       { mayLag },
     );
-    return new Map(rows.map((row) => [sqlInt(row.id), toTrainer(row)]));
+    const trainers = rows.map(trainerOf);
+    return new Map(trainers.map((trainer) => [trainer.id, trainer]));
   }
 
   /** Which of a (normalised) email and nickname key is already registered, email first; null when neither. */
@@ -563,10 +544,10 @@ export class TrainerQueries {
   /** A trainer by nickname, case-insensitively (the unique nickname_key). */
   async byNickname(nickname: string, withCount: boolean): Promise<Trainer | null> {
     const [row] = await this.sql.rows<TrainerRow>(
-      `SELECT ${COLUMNS}${withCount ? `, ${CREATURE_COUNT} AS creaturesOwned` : ''} FROM trainer t WHERE t.nickname_key = ?`,
+      `SELECT ${COLUMNS}${withCount ? `, ${CREATURE_COUNT}` : ''} FROM trainer t WHERE t.nickname_key = ?`,
       [nickname.toLowerCase()],
     );
-    return row ? toTrainer(row) : null;
+    return row ? trainerOf(row) : null;
   }
 
   /** The creatures_owned of each trainer, in one statement (0 for a trainer that does not exist). */
@@ -708,41 +689,4 @@ export class ReconcileQueries {
       },
     ]);
   }
-}
-
-/**
- * The statements of a creature write's batch (see CreatureQueries) that count one more creature
- * event of the trainer, to come first in the batch; with `creatureId`, only if the trainer still
- * has that creature. They lock the trainer's row until the batch commits, so the trainer's
- * writes commit in the order of their numbers. eventSeqOf reads the number from what the last of
- * them gave (null: nothing counted). `owned` (+1 for a create, -1 for a delete) changes the
- * trainer's creatures_owned in the same transaction: it stays the number of its creature rows.
- */
-export function nextEventSeqStatements(isMysql: boolean, trainerId: number, creatureId?: number, owned: -1 | 0 | 1 = 0): BatchStatement[] {
-  const guard = creatureId === undefined ? '' : ' AND EXISTS (SELECT 1 FROM creature WHERE id = ? AND trainer_id = ?)';
-  const params = [owned, ...(creatureId === undefined ? [trainerId] : [trainerId, creatureId, trainerId])];
-  if (!isMysql) {
-    // BEGIN IMMEDIATE already holds the whole database.
-    return [
-      {
-        sql: `UPDATE trainer SET creatures_owned = creatures_owned + ?, event_seq = event_seq + 1 WHERE id = ?${guard} RETURNING event_seq AS seq`,
-        params,
-      },
-    ];
-  }
-  return [
-    // The trainer's row first: MariaDB may read the creature in the guard before the row it
-    // updates, and two writes of one creature then deadlocked (seen under concurrent update + delete).
-    ...(creatureId === undefined ? [] : [{ sql: 'SELECT id FROM trainer WHERE id = ? FOR UPDATE', params: [trainerId] }]),
-    // LAST_INSERT_ID(expr) hands the new value back in the UPDATE's own answer.
-    {
-      sql: `UPDATE trainer SET creatures_owned = creatures_owned + ?, event_seq = LAST_INSERT_ID(event_seq + 1) WHERE id = ?${guard}`,
-      params,
-    },
-  ];
-}
-
-export function eventSeqOf(isMysql: boolean, result: BatchResult): number | null {
-  if (result.affected === 0) return null;
-  return isMysql ? result.insertId : sqlInt((result.rows[0] as { seq: number | string }).seq);
 }

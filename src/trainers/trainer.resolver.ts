@@ -23,7 +23,7 @@ import { isCreatureField, type CreatureField } from '../creatures/creature.queri
 import { Viewer } from '../graphql/viewer.decorator';
 import { checkArguments } from '../graphql/field-resolvers';
 import { TrainerPage } from './trainer-page.type';
-import { isTrainerField, type TrainerField } from './trainer.queries';
+import { isTrainerField, type TrainerField } from './trainer.columns';
 import { conditionsOf, NicknameArgs, TrainersArgs } from './trainer-filter';
 import { Trainer } from './trainer.entity';
 import { ChangePasswordArgs, DeleteMeArgs, RegisterTrainerArgs, UpdateMeArgs } from './trainer.inputs';

@@ -11,7 +11,8 @@ import { AppError } from '../errors';
 import type { Team } from './team';
 import { Trainer as TrainerClass, type Trainer } from './trainer.entity';
 import type { TrainerLists } from './trainer-lists';
-import type { NewTrainerRow, TrainerField, TrainerQueries } from './trainer.queries';
+import type { TrainerField } from './trainer.columns';
+import type { NewTrainerRow, TrainerQueries } from './trainer.queries';
 
 export interface NewTrainer {
   readonly nickname: string;

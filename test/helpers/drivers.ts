@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import type { TrainerJson } from '../../src/rest/present';
+import { TRAINER_COLUMNS, type OwnProperty, type ShownProperty } from '../../src/trainers/trainer.columns';
 import { gql, type GraphQLResponse } from './graphql';
 
 /*
@@ -14,16 +16,16 @@ export interface FieldError {
 }
 export type Outcome<T> = { ok: true; value: T } | { ok: false; code: string; status: number; fields?: FieldError[] };
 
-export interface TrainerView {
-  id: number;
-  nickname: string;
-  firstName: string;
-  lastName: string;
-  email: string | null;
-  team: string;
-  creaturesOwned: number;
-  createdAt: string;
-}
+/** A value as an answer's JSON carries it: dates as ISO text, enum values as text. */
+type JsonOf<T> = T extends Date ? string : T extends string ? string : T;
+/**
+ * A trainer as both transports answer it: REST's TrainerJson (every public column of
+ * TRAINER_COLUMNS), with the properties only the trainer itself sees (its email) null for
+ * another reader (GraphQL's null, REST's absent property).
+ */
+export type TrainerView = { -readonly [P in ShownProperty]-?: JsonOf<TrainerJson[P]> } & {
+  -readonly [P in OwnProperty]-?: JsonOf<NonNullable<TrainerJson[P]>> | null;
+};
 export interface CreatureView {
   id: number;
   name: string;
@@ -125,7 +127,7 @@ function parse<T>(value: unknown, shape: Shape<T>, what: string): T & Raw {
 }
 
 /** A trainer as both transports write it, but its id and email. */
-const TRAINER_COMMON = {
+const TRAINER_COMMON: Shape<Omit<TrainerView, 'id' | OwnProperty>> = {
   nickname: isString,
   firstName: isString,
   lastName: isString,
@@ -154,7 +156,7 @@ const PAGE_COMMON = {
 
 // ---------------------------------------------------------------- GraphQL
 
-const TRAINER_FIELDS = 'id nickname firstName lastName email team creaturesOwned createdAt';
+const TRAINER_FIELDS = TRAINER_COLUMNS.map((column) => column.property).join(' ');
 const CREATURE_FIELDS = 'id name speciesId level createdAt trainer { id }';
 const AUTH_FIELDS = `token tokenType expiresAt refreshToken refreshExpiresAt trainer { ${TRAINER_FIELDS} }`;
 
