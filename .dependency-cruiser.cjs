@@ -62,11 +62,9 @@ module.exports = {
       name: 'no-circular',
       comment:
         'No module reaches itself through its imports (type-only ones count): each layer and each pair of modules ' +
-        'depends one way. Except inside src/graphql/, where the document policy, the executor and the trusted ' +
-        'documents still import each other: the rewrite of that pipeline removes those cycles, and this exception with them. ' +
-        'A cycle that leaves src/graphql/ is still an error (one of its imports starts outside).',
+        'depends one way.',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/graphql/' },
+      from: { path: '^src/' },
       to: { circular: true },
     },
   ],
