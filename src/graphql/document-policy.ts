@@ -21,7 +21,8 @@ import type { CompiledQuery } from 'graphql-jit';
 import type { TrustedDocumentsManifest } from '../config';
 import { MAX_JSON_DEPTH } from '../http/json-body';
 import { costChecker, LIMITS, limitRules, MAX_VERDICTS, repeatedSelections } from './limits';
-import { documentCounters, TrustedDocuments, type DocumentCounters, type DocumentRequest } from './trusted-documents';
+import { TrustedDocuments, type DocumentRequest } from './trusted-documents';
+import { Metrics } from '../ops/metrics';
 
 /** How a document reached the server: HTTP (Apollo, any method and route) or graphql-ws. */
 export type Transport = 'http' | 'ws';
@@ -124,7 +125,7 @@ export class DocumentPolicy {
   /** Validation stops at the 10th error: a document of a hundred mistakes cost 15-20 ms of CPU in error objects. */
   readonly validationOptions = { maxErrors: LIMITS.validationErrors } as const;
   private readonly trusted: TrustedDocuments;
-  private readonly counters: DocumentCounters;
+  private readonly metrics: Pick<Metrics, 'documents' | 'documentsParsed'>;
   private readonly checks: readonly DocumentCheck[];
   private readonly checkCost: ReturnType<typeof costChecker>;
   private readonly textVerdicts = new Map<string, GraphQLError | null>();
@@ -139,12 +140,12 @@ export class DocumentPolicy {
       introspection: boolean;
       isProduction: boolean;
       trustedDocuments: TrustedDocumentsManifest | undefined;
-      counters?: DocumentCounters;
+      metrics?: Pick<Metrics, 'documents' | 'documentsParsed'>;
       /** Checks added to the built-in ones (see DocumentCheck). */
       checks?: readonly DocumentCheck[];
     },
   ) {
-    this.counters = options.counters ?? documentCounters();
+    this.metrics = options.metrics ?? new Metrics();
     this.checks = options.checks ?? [];
     this.checkCost = costChecker(schema);
     this.validationRules = [...limitRules(), ...(options.introspection ? [] : [noIntrospection])];
@@ -153,7 +154,7 @@ export class DocumentPolicy {
       schema,
       options.trustedDocuments,
       { isProduction: options.isProduction, check: (source) => this.checkDocument(source, false) },
-      this.counters,
+      this.metrics,
     );
   }
 
@@ -188,14 +189,14 @@ export class DocumentPolicy {
     else {
       let document: DocumentNode | undefined;
       try {
-        if (forRequest) this.counters.parsed += 1;
+        if (forRequest) this.metrics.documentsParsed.inc({ step: 'parse' });
         document = parse(source, this.parseOptions);
       } catch (error) {
         const message = error instanceof GraphQLError ? error.message : 'The query could not be parsed';
         verdict = { step: 'parse', errors: [new GraphQLError(message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })] };
       }
       if (document) {
-        if (forRequest) this.counters.validated += 1;
+        if (forRequest) this.metrics.documentsParsed.inc({ step: 'validate' });
         const invalid = validate(this.schema, document, [...specifiedRules, ...this.validationRules], this.validationOptions);
         verdict =
           invalid.length > 0
@@ -337,10 +338,11 @@ export class DocumentPolicy {
    * validates (it skips both for a document its store holds).
    */
   plugin(): ApolloServerPlugin {
-    const counters = this.counters;
+    const parsed = this.metrics.documentsParsed;
     const hooks: GraphQLRequestListener<Record<string, unknown>> = {
-      parsingDidStart: async () => void (counters.parsed += 1),
-      validationDidStart: async () => void (counters.validated += 1),
+      // void: prom-client's inc returns an object, which Apollo would take for an end hook.
+      parsingDidStart: async () => void parsed.inc({ step: 'parse' }),
+      validationDidStart: async () => void parsed.inc({ step: 'validate' }),
       didResolveOperation: async ({ document, request, operationName, operation }) => {
         const error = this.checkOperation('http', document, operation, operationName ?? undefined, request.variables ?? {});
         if (error) throw error;

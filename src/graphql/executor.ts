@@ -17,6 +17,7 @@ import {
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { DocumentPolicy } from './document-policy';
 import type { Tracing } from '../telemetry/spans';
+import { Metrics } from '../ops/metrics';
 
 type Gateway = ApolloServerOptionsWithGateway<Record<string, unknown>>['gateway'];
 type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
@@ -146,7 +147,7 @@ export class CompilingExecutor {
     /** Coerces the variables before execution; its plans compiled at start for the trusted documents come first. */
     private readonly policy: Pick<DocumentPolicy, 'coerceVariables' | 'precompiled'>,
     /** `compiledRuns` counts the operations run by a compiled plan (GET /metrics shows it). */
-    private readonly counters: { compiledRuns: number } = { compiledRuns: 0 },
+    private readonly metrics: Pick<Metrics, 'compiledRuns'> = new Metrics(),
     /** With tracing on: a span around each operation's execution. */
     private readonly tracing?: Pick<Tracing, 'operation'>,
   ) {
@@ -200,7 +201,7 @@ export class CompilingExecutor {
     contextValue: object,
     coerced: Record<string, unknown>,
   ): Promise<ExecutionResult> {
-    this.counters.compiledRuns += 1;
+    this.metrics.compiledRuns.inc();
     const result = (await plan.query(undefined, contextValue, compiledVariables(this.schema, operation, coerced))) as ExecutionResult;
     return result.errors ? { ...result, errors: result.errors.map(asGraphQLError) } : result;
   }

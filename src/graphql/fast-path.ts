@@ -5,6 +5,7 @@ import type { GraphQLContext } from './context';
 import type { DocumentPolicy } from './document-policy';
 import type { CompilingExecutor } from './executor';
 import type { Tracing } from '../telemetry/spans';
+import { Metrics } from '../ops/metrics';
 
 /**
  * The GraphQL-over-HTTP response media types, in the order that breaks ties (application/json for
@@ -43,7 +44,7 @@ export class FastPath {
     private readonly executor: Pick<CompilingExecutor, 'knownPlan' | 'runPlan' | 'handOver'>,
     private readonly contextFor: (request: FastifyRequest) => GraphQLContext,
     /** Counts the answers written here (GET /metrics shows it). */
-    private readonly counters: { fastPathAnswers: number },
+    private readonly metrics: Pick<Metrics, 'fastPathAnswers'> = new Metrics(),
     /** With tracing on: a span around each operation, as the executor makes on Apollo's route. */
     private readonly tracing?: Pick<Tracing, 'operation'>,
   ) {}
@@ -74,7 +75,7 @@ export class FastPath {
       this.executor.handOver(request, query, result);
       return undefined;
     }
-    this.counters.fastPathAnswers += 1;
+    this.metrics.fastPathAnswers.inc();
     void reply.type(`${mediaType}; charset=utf-8`);
     return JSON.stringify({ data: result.data });
   }

@@ -22,8 +22,8 @@ import { FastPath } from './fast-path';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 import { registerSubscriptions } from './subscriptions';
-import type { DocumentCounters } from './trusted-documents';
 import type { Tracing } from '../telemetry/spans';
+import type { Metrics } from '../ops/metrics';
 
 /** Puts the operation name on the request, for logs and metrics (one hooks object for all requests). */
 const OPERATION_NAME_HOOKS: GraphQLRequestListener<GraphQLContext> = {
@@ -105,9 +105,7 @@ export async function registerGraphQL(
   requireDatabase: onRequestAsyncHookHandler,
   options: {
     sessionCheckMs?: number;
-    compiledRuns?: { compiledRuns: number };
-    fastPathAnswers?: { fastPathAnswers: number };
-    documents?: DocumentCounters;
+    metrics?: Metrics;
     documentChecks?: readonly DocumentCheck[];
     tracing?: Tracing;
   } = {},
@@ -119,7 +117,7 @@ export async function registerGraphQL(
     introspection: config.graphqlIntrospection,
     isProduction: config.isProduction,
     trustedDocuments: config.trustedDocuments,
-    counters: options.documents,
+    metrics: options.metrics,
     checks: options.documentChecks,
   });
   const contextFor = (request: FastifyRequest): GraphQLContext => ({
@@ -131,9 +129,9 @@ export async function registerGraphQL(
     log: request.log,
     clientIp: request.ip,
   });
-  const executor = new CompilingExecutor(schema, policy, options.compiledRuns, options.tracing);
+  const executor = new CompilingExecutor(schema, policy, options.metrics, options.tracing);
   // Queries whose plan is compiled run before Apollo's pipeline, on the policy's checks (see FastPath).
-  const fastPath = new FastPath(policy, executor, contextFor, options.fastPathAnswers ?? { fastPathAnswers: 0 }, options.tracing);
+  const fastPath = new FastPath(policy, executor, contextFor, options.metrics, options.tracing);
   const apollo = new ApolloServer<GraphQLContext>({
     // Apollo parses, validates and formats; graphql-jit executes (see CompilingExecutor).
     gateway: executor.gateway(),
