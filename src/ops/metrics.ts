@@ -30,7 +30,8 @@ export class Metrics {
   readonly httpRequestDuration: Histogram<(typeof HTTP_LABELS)[number]>;
   /** mysql2's pool events, counted as they come (data-source.ts); no values on SQLite. */
   readonly dbPoolEvents: Counter<'event'>;
-  readonly passwordHashes: Gauge<'state'>;
+  /** Read from the hasher at each scrape (see `measure`). */
+  private readonly passwordHashes: Gauge<'state'>;
   /** Every SQL statement sent, on either database (the DataSource's logger is told of each). */
   readonly dbStatements: Counter;
   readonly lockConflicts: Counter<'outcome'>;
@@ -147,8 +148,9 @@ export class Metrics {
   }
 
   /**
-   * The objects read at each scrape (once per app; the registry refuses the replicas' metrics twice): the password hasher, and the
-   * read replicas, whose per-pool statements and lag are registered only then.
+   * The objects read at each scrape: the password hasher, and the read replicas, whose per-pool
+   * statements and lag are registered only then. Once per app (the registry refuses the
+   * replicas' metrics twice).
    */
   measure(sources: MeasuredSources): void {
     this.sources = sources;
