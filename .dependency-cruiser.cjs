@@ -61,8 +61,7 @@ module.exports = {
     {
       name: 'no-circular',
       comment:
-        'No module reaches itself through its imports (type-only ones count): each layer and each pair of modules ' +
-        'depends one way.',
+        'No module reaches itself through its imports (type-only ones count): each layer and each pair of modules ' + 'depends one way.',
       severity: 'error',
       from: { path: '^src/' },
       to: { circular: true },

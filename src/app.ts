@@ -10,7 +10,6 @@ import type { Config } from './config';
 import { createDataSource, type DataSourceExtras } from './db/data-source';
 import { DatabaseConnector } from './db/connector';
 import { registerGraphQL } from './graphql/plugin';
-import { documentCounters } from './graphql/trusted-documents';
 import type { DocumentCheck } from './graphql/pipeline';
 import { AppError } from './errors';
 import { limitBodyChunks, registerStrictJsonParser } from './http/json-body';
@@ -20,6 +19,7 @@ import { clientErrorHandler, problemErrorHandler, problemNotFoundHandler, sendPr
 import { registerDocs } from './ops/docs';
 import { errorForLog } from './log';
 import { databaseGate, registerHealthRoutes } from './ops/health';
+import { Metrics } from './ops/metrics';
 import { registerObservability } from './ops/observability';
 import { registerSecurityHeaders } from './ops/security';
 import { restRoutes } from './rest/plugin';
@@ -167,16 +167,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.header('x-request-id', request.id);
   });
 
-  const statements = { count: 0 };
-  // GraphQL operations run by a plan graphql-jit compiled (graphql/plans.ts).
-  const runs = { compiledRuns: 0 };
-  // How GraphQL documents came in (by id, by trusted text, refused) and how many were parsed.
-  const documents = documentCounters();
+  // The app's metrics, served at GET /metrics (observability.ts): handed to what counts.
+  const metrics = new Metrics({ process: true });
   const dataSource = createDataSource(config.database, {
-    onQuery: (sql) => {
-      statements.count += 1;
-      options.onQuery?.(sql);
-    },
+    metrics,
+    onQuery: options.onQuery,
     warn: (details, message) => app.log.warn(details, message),
   });
   const database = new DatabaseConnector(dataSource, app.log, config.migrateOnStart);
@@ -192,7 +187,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const replicas = config.replicaUrls.length > 0 ? startReplicas(config, dataSource, app, tracing) : undefined;
     const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
     const channels = openChannels(redis, app);
-    const services = createServices(dataSource, config, redis, tracing, replicas, { listClock: options.listClock, channels });
+    const services = createServices(dataSource, config, redis, tracing, replicas, { listClock: options.listClock, channels, metrics });
     app.decorate('services', services);
     const purge = schedulePurge(services.sessions, app.log);
     app.addHook('onClose', () => purge.stop());
@@ -200,13 +195,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
     app.setNotFoundHandler(problemNotFoundHandler);
-    registerObservability(
-      app,
-      dataSource,
-      { statements, runs, documents, replicas, lockConflicts: services.lockConflicts },
-      config.metricsToken,
-      services.hasher,
-    );
+    registerObservability(app, metrics, config.metricsToken, { hasher: services.hasher, replicas });
     registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,
@@ -226,8 +215,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(restRoutes, { services, requireDatabase });
     await registerGraphQL(app, config, services, requireDatabase, {
       sessionCheckMs: options.sessionCheckMs,
-      compiledRuns: runs,
-      documents,
+      metrics,
       documentChecks: options.documentChecks,
       tracing,
     });

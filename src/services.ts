@@ -10,7 +10,7 @@ import { PasswordHasher } from './auth/password';
 import { RefusalDelay } from './auth/refusal-delay';
 import { CreatureQueries } from './creatures/creature.queries';
 import { QUERY_TIMEOUT_MS } from './db/data-source';
-import { Sql, type LockConflicts } from './db/sql';
+import { Sql } from './db/sql';
 import { TrainerQueries } from './trainers/trainer.queries';
 import { TrainerLists } from './trainers/trainer-lists';
 import { CursorCodec } from './common/cursor';
@@ -23,6 +23,7 @@ import { LocalChannels, type Channels } from './common/channel';
 import { AccountService } from './trainers/account.service';
 import type { Tracing } from './telemetry/spans';
 import type { Replicas } from './db/replicas';
+import type { Metrics } from './ops/metrics';
 
 /** The service layer both transports call. Built once per app; no module-level state. */
 export interface Services {
@@ -39,8 +40,6 @@ export interface Services {
   /** Creature events for subscriptions (published after each committed write). */
   readonly events: CreatureEventBus;
   readonly hasher: PasswordHasher;
-  /** Lock conflicts the statements met (see Sql's `retried`): for GET /metrics. */
-  readonly lockConflicts: Readonly<LockConflicts>;
 }
 
 /**
@@ -49,6 +48,7 @@ export interface Services {
  * @param replicas read replicas, for the reads that may lag
  * @param listClock the clock of the kept list ids' age (BuildOptions.listClock)
  * @param channels where events, session endings and list changes travel (over Redis with REDIS_URL)
+ * @param metrics the app's metrics, where Sql counts the lock conflicts its statements meet (see Sql's `retried`)
  */
 export function createServices(
   dataSource: DataSource,
@@ -56,9 +56,13 @@ export function createServices(
   redis?: Redis,
   tracing?: Tracing,
   replicas?: Replicas,
-  { listClock, channels = new LocalChannels() }: { listClock?: () => number; channels?: Channels } = {},
+  {
+    listClock,
+    channels = new LocalChannels(),
+    metrics,
+  }: { listClock?: () => number; channels?: Channels; metrics?: Pick<Metrics, 'lockConflicts'> } = {},
 ): Services {
-  const sql = new Sql(dataSource, { timeoutMs: QUERY_TIMEOUT_MS, slowMs: config.slowQueryMs }, tracing, replicas);
+  const sql = new Sql(dataSource, { timeoutMs: QUERY_TIMEOUT_MS, slowMs: config.slowQueryMs }, tracing, replicas, metrics);
   const trainerQueries = new TrainerQueries(sql);
   const creatureQueries = new CreatureQueries(sql);
   const delay = new RefusalDelay(config.rateLimitedDelayMs);
@@ -93,5 +97,5 @@ export function createServices(
   );
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
   const accounts = new AccountService(trainerQueries, lists, hasher, throttle, sessionEndings, events);
-  return { trainers, lists, creatures, auth, accounts, sessions, sessionEndings, events, hasher, lockConflicts: sql.conflicts };
+  return { trainers, lists, creatures, auth, accounts, sessions, sessionEndings, events, hasher };
 }

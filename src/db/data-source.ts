@@ -7,11 +7,14 @@ import { Creature } from '../creatures/creature.entity';
 import { Trainer } from '../trainers/trainer.entity';
 import { migrations } from './migrations/index';
 import { sqliteAddonProblem } from './sqlite-addon';
+import type { Metrics } from '../ops/metrics';
 
 const entities = [Trainer, Creature];
 
 export interface DataSourceExtras {
-  /** Called with every SQL statement sent (tests and the benchmark count them). */
+  /** The app's metrics: every SQL statement sent (db_statements_total) and, on MySQL, the pool's events. */
+  readonly metrics?: Pick<Metrics, 'dbStatements' | 'dbPoolEvents'>;
+  /** Called with every SQL statement sent (tests count them). */
   readonly onQuery?: (sql: string) => void;
   /** Where slow statements are reported (without their parameters). */
   readonly warn?: (details: object, message: string) => void;
@@ -23,10 +26,14 @@ const SQLITE_BUSY_TIMEOUT_MS = 250;
 /** Statements of the API taking longer than this are cut off (Sql passes it to mysql2 with each one). */
 export const QUERY_TIMEOUT_MS = 5000;
 
-function appLogger({ onQuery, warn }: DataSourceExtras): Logger {
+function appLogger({ metrics, onQuery, warn }: DataSourceExtras): Logger {
   const ignore = () => undefined;
+  const statements = metrics?.dbStatements;
   return {
-    logQuery: onQuery ? (sql) => onQuery(sql) : ignore,
+    logQuery: (sql) => {
+      statements?.inc();
+      onQuery?.(sql);
+    },
     logQueryError: ignore,
     logQuerySlow: warn ? (time, sql) => warn({ timeMs: time, sql }, 'slow SQL statement') : ignore,
     logSchemaBuild: ignore,
@@ -137,13 +144,8 @@ function createPrivately(path: string): void {
   }
 }
 
-/** mysql2's public pool events (its Pool is an EventEmitter), counted for GET /metrics. */
-export const POOL_EVENTS = ['connection', 'acquire', 'release', 'enqueue'] as const;
-export type PoolEventCounts = Record<(typeof POOL_EVENTS)[number], number>;
-const poolEventCounts = new WeakMap<DataSource, PoolEventCounts>();
-
-/** How often the MySQL pool has emitted each event since the DataSource was created; undefined on SQLite. */
-export const poolEventsOf = (dataSource: DataSource): Readonly<PoolEventCounts> | undefined => poolEventCounts.get(dataSource);
+/** mysql2's public pool events (its Pool is an EventEmitter), counted for GET /metrics (db_pool_events_total). */
+const POOL_EVENTS = ['connection', 'acquire', 'release', 'enqueue'] as const;
 
 /**
  * A DataSource that, once connected (initialize is TypeORM's public entry point; nothing else of
@@ -157,10 +159,17 @@ export const poolEventsOf = (dataSource: DataSource): Readonly<PoolEventCounts> 
  *   TypeORM's schema comparison (`createSchemaBuilder().log()`, the schema test, and
  *   `npm run migration:generate`), which would otherwise want every id column changed. Set on
  *   the public ColumnMetadata of the built entity metadata, before anything reads them.
- * - On MySQL, counts mysql2's public pool events (poolEventsOf): the pool's own counts of open,
- *   idle and waiting connections are private fields, and are not read.
+ * - On MySQL, counts mysql2's public pool events in the metrics it was given: the pool's own
+ *   counts of open, idle and waiting connections are private fields, and are not read.
  */
 class RegistryDataSource extends DataSource {
+  constructor(
+    options: DataSourceOptions,
+    private readonly poolEvents?: Metrics['dbPoolEvents'],
+  ) {
+    super(options);
+  }
+
   override async initialize(): Promise<this> {
     await super.initialize();
     if (this.options.type === 'better-sqlite3') {
@@ -172,18 +181,21 @@ class RegistryDataSource extends DataSource {
       }
     }
     const pool: unknown = 'pool' in this.driver ? this.driver.pool : undefined;
-    if (pool instanceof EventEmitter) {
-      // A DataSource connected again (DatabaseConnector) has a new pool: the counts go on.
-      let counts = poolEventCounts.get(this);
-      if (!counts) poolEventCounts.set(this, (counts = { connection: 0, acquire: 0, release: 0, enqueue: 0 }));
-      for (const event of POOL_EVENTS) pool.on(event, () => (counts[event] += 1));
+    const counter = this.poolEvents;
+    if (counter && pool instanceof EventEmitter) {
+      // Each event shows from the first connection on, at 0 until it comes. A DataSource connected
+      // again (DatabaseConnector) has a new pool: the counts go on.
+      for (const event of POOL_EVENTS) {
+        counter.inc({ event }, 0);
+        pool.on(event, () => counter.inc({ event }));
+      }
     }
     return this;
   }
 }
 
 export function createDataSource(db: DatabaseConfig, extras: DataSourceExtras = {}): DataSource {
-  return new RegistryDataSource(dataSourceOptions(db, extras));
+  return new RegistryDataSource(dataSourceOptions(db, extras), extras.metrics?.dbPoolEvents);
 }
 
 export function isMysql(dataSource: DataSource): boolean {

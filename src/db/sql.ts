@@ -6,6 +6,7 @@ import type { Tracing } from '../telemetry/spans';
 import type { Replicas } from './replicas';
 import { BEGIN_IMMEDIATE, COMMIT, mysqlTransaction, ROLLBACK, SQLITE_FOREIGN_KEYS_OFF, SQLITE_FOREIGN_KEYS_ON } from './connection.queries';
 import { isMysql } from './data-source';
+import { Metrics } from '../ops/metrics';
 
 /*
  * How the modules' query files (trainer.queries.ts, creature.queries.ts) talk to the database:
@@ -84,12 +85,6 @@ export interface RetryPolicy {
  */
 const LOCK_RETRY: RetryPolicy = { attempts: 8, baseMs: 10, capMs: 500 };
 
-/** Lock conflicts a Sql met: tries run again, and writes answered SERVICE_UNAVAILABLE after the last. */
-export interface LockConflicts {
-  retried: number;
-  gaveUp: number;
-}
-
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class Sql {
@@ -108,8 +103,6 @@ export class Sql {
    */
   readonly isMysql: boolean;
 
-  /** The lock conflicts met so far (GET /metrics, and the stress tests' figures). */
-  readonly conflicts: LockConflicts = { retried: 0, gaveUp: 0 };
   private readonly retry: RetryPolicy;
 
   /**
@@ -122,6 +115,11 @@ export class Sql {
     private readonly tracing?: Pick<Tracing, 'statement'>,
     /** DATABASE_REPLICA_URLS: where reads marked `mayLag` go while one is healthy. */
     private readonly replicas?: Replicas,
+    /**
+     * Where the lock conflicts met are counted (db_lock_conflicts_total): the app's metrics; a Sql
+     * made on its own (`npm run reconcile`) counts in metrics of its own.
+     */
+    readonly metrics: Pick<Metrics, 'lockConflicts'> = new Metrics(),
   ) {
     this.isMysql = isMysql(dataSource);
     this.retry = limits.retry ?? LOCK_RETRY;
@@ -209,10 +207,10 @@ export class Sql {
       } catch (error) {
         if (!isLockConflict(error)) throw error;
         if (tried >= attempts) {
-          this.conflicts.gaveUp += 1;
+          this.metrics.lockConflicts.inc({ outcome: 'gave_up' });
           throw lockConflictAsAppError(error);
         }
-        this.conflicts.retried += 1;
+        this.metrics.lockConflicts.inc({ outcome: 'retried' });
         const ceiling = Math.min(capMs, baseMs * 2 ** (tried - 1));
         await sleep(ceiling / 2 + (Math.random() * ceiling) / 2);
       }

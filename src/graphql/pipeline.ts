@@ -28,7 +28,8 @@ import { sendGraphQLErrors } from './http-errors';
 import { DocumentCache, hashOf, type DocumentEntry, type TextVerdict } from './document-cache';
 import { costChecker, LIMITS, limitRules, repeatedSelections } from './limits';
 import { planOf, runPlan } from './plans';
-import { documentCounters, TrustedDocuments, type DocumentCounters, type DocumentRequest } from './trusted-documents';
+import { TrustedDocuments, type DocumentRequest } from './trusted-documents';
+import { Metrics } from '../ops/metrics';
 
 /** How a document reached the server: HTTP (Apollo, any method and route) or graphql-ws. */
 export type Transport = 'http' | 'ws';
@@ -118,7 +119,7 @@ export class Pipeline {
   readonly validationOptions = { maxErrors: LIMITS.validationErrors } as const;
   private readonly trusted: TrustedDocuments;
   private readonly documents: DocumentCache;
-  private readonly counters: DocumentCounters;
+  private readonly metrics: Pick<Metrics, 'documents' | 'documentsParsed' | 'compiledRuns'>;
   private readonly checks: readonly DocumentCheck[];
   private readonly checkCost: ReturnType<typeof costChecker>;
 
@@ -131,17 +132,15 @@ export class Pipeline {
       introspection: boolean;
       isProduction: boolean;
       trustedDocuments: TrustedDocumentsManifest | undefined;
-      counters?: DocumentCounters;
-      /** Counts the operations run by a compiled plan (GET /metrics shows it). */
-      runs?: { compiledRuns: number };
+      /** Counts documents (how they came, parsed, validated) and compiled runs (GET /metrics shows them). */
+      metrics?: Pick<Metrics, 'documents' | 'documentsParsed' | 'compiledRuns'>;
       /** Checks added to the built-in ones (see DocumentCheck). */
       checks?: readonly DocumentCheck[];
       /** With tracing on: a span around each operation's run. */
       tracing?: Pick<Tracing, 'operation'>;
     },
   ) {
-    this.counters = options.counters ?? documentCounters();
-    this.runs = options.runs ?? { compiledRuns: 0 };
+    this.metrics = options.metrics ?? new Metrics();
     this.format = createFormatError(options);
     this.tracing = options.tracing;
     this.checks = options.checks ?? [];
@@ -152,12 +151,11 @@ export class Pipeline {
       schema,
       options.trustedDocuments,
       { isProduction: options.isProduction, check: (source) => this.checkText(source) },
-      this.counters,
+      this.metrics,
     );
     this.documents = new DocumentCache(this.trusted.entries());
   }
 
-  private readonly runs: { compiledRuns: number };
   private readonly tracing: Pick<Tracing, 'operation'> | undefined;
   /** The one formatter of GraphQL errors (format-error.ts), as Apollo's and the WebSocket's. */
   private readonly format: ReturnType<typeof createFormatError>;
@@ -195,8 +193,8 @@ export class Pipeline {
     const known = this.documents.get(hash);
     if (known) return known;
     const verdict = this.checkText(source);
-    if (!('step' in verdict) || verdict.step !== 'text') this.counters.parsed += 1;
-    if (!('step' in verdict) || verdict.step === 'validate') this.counters.validated += 1;
+    if (!('step' in verdict) || verdict.step !== 'text') this.metrics.documentsParsed.inc({ step: 'parse' });
+    if (!('step' in verdict) || verdict.step === 'validate') this.metrics.documentsParsed.inc({ step: 'validate' });
     return this.documents.remember(hash, verdict);
   }
 
@@ -313,10 +311,11 @@ export class Pipeline {
    * for a document the cache holds).
    */
   plugin(): ApolloServerPlugin<GraphQLContext> {
-    const counters = this.counters;
+    const parsed = this.metrics.documentsParsed;
     const hooks: GraphQLRequestListener<GraphQLContext> = {
-      parsingDidStart: async () => void (counters.parsed += 1),
-      validationDidStart: async () => void (counters.validated += 1),
+      // `void`: a value returned here would be taken for an end hook (inc returns its counter).
+      parsingDidStart: async () => void parsed.inc({ step: 'parse' }),
+      validationDidStart: async () => void parsed.inc({ step: 'validate' }),
       didResolveOperation: async ({ document, request, operationName, operation, contextValue }) => {
         if (contextValue.request) contextValue.request.operationName = operationName;
         const error = this.checkOperation('http', document, operation, operationName ?? undefined, request.variables ?? {});
@@ -351,7 +350,7 @@ export class Pipeline {
     const entry = this.documents.get(hash);
     const plan = entry && planOf(this.schema, entry, () => this.documents.planned(hash, entry));
     if (plan) {
-      this.runs.compiledRuns += 1;
+      this.metrics.compiledRuns.inc();
       return runPlan(this.schema, plan, operation, contextValue, input.coerced);
     }
     const operationName = operation.name?.value;

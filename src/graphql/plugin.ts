@@ -18,7 +18,7 @@ import { Pipeline, type DocumentCheck } from './pipeline';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 import { registerSubscriptions } from './subscriptions';
-import type { DocumentCounters } from './trusted-documents';
+import type { Metrics } from '../ops/metrics';
 import type { Tracing } from '../telemetry/spans';
 
 const NO_IDE_MESSAGE = `This is the GraphQL API of the creature registry. Send POST /graphql with a JSON body such as {"query": "{ __typename }"} and Content-Type: application/json.
@@ -85,8 +85,7 @@ export async function registerGraphQL(
   requireDatabase: onRequestAsyncHookHandler,
   options: {
     sessionCheckMs?: number;
-    compiledRuns?: { compiledRuns: number };
-    documents?: DocumentCounters;
+    metrics?: Metrics;
     documentChecks?: readonly DocumentCheck[];
     tracing?: Tracing;
   } = {},
@@ -98,8 +97,7 @@ export async function registerGraphQL(
     introspection: config.graphqlIntrospection,
     isProduction: config.isProduction,
     trustedDocuments: config.trustedDocuments,
-    counters: options.documents,
-    runs: options.compiledRuns,
+    metrics: options.metrics,
     checks: options.documentChecks,
     tracing: options.tracing,
   });

@@ -5,6 +5,7 @@ import { ConfigError, type TrustedDocumentsManifest } from '../config';
 import { graphqlError } from './format-error';
 import type { DocumentEntry, TextVerdict } from './document-cache';
 import { compile } from './plans';
+import type { Metrics } from '../ops/metrics';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -44,21 +45,6 @@ export type Admission =
   | { readonly kind: 'trusted'; readonly document: TrustedDocument }
   | { readonly kind: 'open' }
   | { readonly kind: 'refused'; readonly error: GraphQLError };
-
-/** Counted for GET /metrics: how documents came in, and how many texts were parsed and validated. */
-export interface DocumentCounters {
-  byId: number;
-  byText: number;
-  refused: number;
-  /** Documents parsed per request (Apollo's parse over HTTP, the WebSocket transport's own). */
-  parsed: number;
-  /** Documents validated per request. */
-  validated: number;
-}
-
-export function documentCounters(): DocumentCounters {
-  return { byId: 0, byText: 0, refused: 0, parsed: 0, validated: 0 };
-}
 
 const HASH = /^(?:sha256:)?([0-9a-fA-F]{64})$/;
 
@@ -112,7 +98,8 @@ export class TrustedDocuments {
     schema: GraphQLSchema,
     private readonly manifest: TrustedDocumentsManifest | undefined,
     { isProduction, check }: { isProduction: boolean; check: (source: string) => TextVerdict },
-    readonly counters: DocumentCounters = documentCounters(),
+    /** Counts how documents came in (graphql_documents_total). */
+    private readonly metrics: Pick<Metrics, 'documents'>,
   ) {
     this.enforce = isProduction && manifest !== undefined;
     for (const [id, source] of manifest?.documents ?? []) {
@@ -147,7 +134,7 @@ export class TrustedDocuments {
       const hash = normalizedId(id);
       const trusted = hash === undefined ? undefined : this.byId.get(hash);
       if (trusted && (query === undefined || query === trusted.source)) {
-        this.counters.byId += 1;
+        this.metrics.documents.inc({ how: 'id' });
         return { kind: 'trusted', document: trusted };
       }
       // A documentId names a manifest document or nothing. An APQ hash that is not in the
@@ -159,7 +146,7 @@ export class TrustedDocuments {
     if (query !== undefined) {
       const trusted = this.bySource.get(query);
       if (trusted) {
-        this.counters.byText += 1;
+        this.metrics.documents.inc({ how: 'text' });
         return { kind: 'trusted', document: trusted };
       }
       if (this.enforce) return this.refuse(NOT_TRUSTED);
@@ -169,7 +156,7 @@ export class TrustedDocuments {
   }
 
   private refuse(message: string): Admission {
-    this.counters.refused += 1;
+    this.metrics.documents.inc({ how: 'refused' });
     return { kind: 'refused', error: notFound(message) };
   }
 

@@ -4,7 +4,7 @@ import { DocumentCache, hashOf } from '../../src/graphql/document-cache';
 import { createFormatError, graphqlError } from '../../src/graphql/format-error';
 import { Pipeline, type DocumentCheck } from '../../src/graphql/pipeline';
 import { buildGraphQLSchema } from '../../src/graphql/schema';
-import { documentCounters } from '../../src/graphql/trusted-documents';
+import { Metrics } from '../../src/ops/metrics';
 
 /*
  * The pipeline's admission, asked directly (the WebSocket door's entry: every step in order), and
@@ -21,9 +21,16 @@ beforeAll(async () => {
 });
 
 function pipeline(options: Partial<ConstructorParameters<typeof Pipeline>[1]> = {}) {
-  const counters = documentCounters();
-  const made = new Pipeline(schema, { introspection: true, isProduction: false, trustedDocuments: undefined, counters, ...options });
-  return { made, counters };
+  const metrics = new Metrics();
+  const made = new Pipeline(schema, { introspection: true, isProduction: false, trustedDocuments: undefined, metrics, ...options });
+  /** What its metrics counted: documents parsed and validated, and how they came. */
+  const counted = async () => {
+    const [parsed, documents] = [(await metrics.documentsParsed.get()).values, (await metrics.documents.get()).values];
+    const step = (value: string) => parsed.find((sample) => sample.labels.step === value)?.value ?? 0;
+    const how = (value: string) => documents.find((sample) => sample.labels.how === value)?.value ?? 0;
+    return { parsed: step('parse'), validated: step('validate'), byId: how('id'), byText: how('text'), refused: how('refused') };
+  };
+  return { made, counted };
 }
 
 const format = createFormatError({ isProduction: true });
@@ -38,20 +45,20 @@ function outcome(admitted: ReturnType<Pipeline['admitSubscription']>) {
 }
 
 describe('Pipeline.admitSubscription', () => {
-  it('admits a subscription with variables of their types, and parses and validates its text once', () => {
-    const { made, counters } = pipeline();
+  it('admits a subscription with variables of their types, and parses and validates its text once', async () => {
+    const { made, counted } = pipeline();
     expect(outcome(made.admitSubscription({ query: SUBSCRIPTION, variables: { trainerId: '1' } }))).toBe('admitted');
     expect(outcome(made.admitSubscription({ query: SUBSCRIPTION, variables: { trainerId: '2' } }))).toBe('admitted');
-    expect([counters.parsed, counters.validated]).toEqual([1, 1]);
+    expect(await counted()).toMatchObject({ parsed: 1, validated: 1 });
   });
 
-  it('refuses at each step with the code of that step', () => {
-    const { made, counters } = pipeline();
+  it('refuses at each step with the code of that step', async () => {
+    const { made, counted } = pipeline();
     expect(outcome(made.admitSubscription({ query: `{ __typename }${' '.repeat(40_000)}` }))).toEqual([
       ['BAD_USER_INPUT', 'The query is longer than 32768 characters'],
     ]);
     // Refused before parsing: nothing was parsed.
-    expect(counters.parsed).toBe(0);
+    expect((await counted()).parsed).toBe(0);
     expect(outcome(made.admitSubscription({ query: 'subscription {' }))).toEqual([
       ['BAD_USER_INPUT', expect.stringMatching(/^Syntax Error/)],
     ]);
@@ -72,10 +79,10 @@ describe('Pipeline.admitSubscription', () => {
     ]);
   });
 
-  it('remembers a refused text too: sent again, it is not parsed again', () => {
-    const { made, counters } = pipeline();
+  it('remembers a refused text too: sent again, it is not parsed again', async () => {
+    const { made, counted } = pipeline();
     for (let i = 0; i < 3; i += 1) made.admitSubscription({ query: 'subscription { nothingHere }' });
-    expect([counters.parsed, counters.validated]).toEqual([1, 1]);
+    expect(await counted()).toMatchObject({ parsed: 1, validated: 1 });
   });
 
   it('asks the added checks after the built-in ones, and answers their error', () => {
@@ -87,9 +94,9 @@ describe('Pipeline.admitSubscription', () => {
     expect(outcome(made.admitSubscription({ query: SUBSCRIPTION, variables: { trainerId: '12' } }))).toBe('admitted');
   });
 
-  it('in production with a manifest, admits its documents by id or by text and refuses any other before parsing it', () => {
+  it('in production with a manifest, admits its documents by id or by text and refuses any other before parsing it', async () => {
     const id = hashOf(SUBSCRIPTION);
-    const { made, counters } = pipeline({
+    const { made, counted } = pipeline({
       isProduction: true,
       trustedDocuments: { file: 'manifest.json', documents: new Map([[id, SUBSCRIPTION]]) },
     });
@@ -103,8 +110,8 @@ describe('Pipeline.admitSubscription', () => {
       ['PERSISTED_QUERY_NOT_FOUND', expect.stringMatching(/^PersistedQueryNotFound/)],
     ]);
     // The manifest's document was parsed at start, not per request; the other was never parsed.
-    expect(counters.parsed).toBe(0);
-    expect([counters.byId, counters.byText, counters.refused]).toEqual([1, 1, 2]);
+    expect((await counted()).parsed).toBe(0);
+    expect(await counted()).toMatchObject({ byId: 1, byText: 1, refused: 2 });
   });
 
   it('stops start-up on a manifest document that breaks a rule, naming it', () => {
