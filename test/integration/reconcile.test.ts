@@ -122,6 +122,19 @@ const registration = (nickname: string, team: Team = Team.VALOR) => ({
   team,
 });
 
+/** A trainer written through the service's insert, without hashing a password (a registration's write). */
+const insertDirectly = (t: TestApp, nickname: string, team: (typeof TEAMS)[number]) =>
+  t.app.services.trainers.insertHashed({
+    nickname,
+    nicknameKey: nickname.toLowerCase(),
+    firstName: 'S',
+    lastName: 'T',
+    email: `${nickname.toLowerCase()}@example.test`,
+    passwordHash: 'x',
+    team,
+    createdAt: new Date(),
+  });
+
 describe.each(databases)('npm run reconcile while instances serve, on %s', (kind) => {
   let t: TestApp;
   let me: TrainerFixture;
@@ -227,16 +240,7 @@ describe.each(databases)('npm run reconcile while instances serve, on %s', (kind
           continue;
         }
         try {
-          const id = await t.app.services.trainers.insertHashed({
-            nickname,
-            nicknameKey: nickname.toLowerCase(),
-            firstName: 'S',
-            lastName: 'T',
-            email: `${nickname.toLowerCase()}@example.test`,
-            passwordHash: 'x',
-            team: TEAMS[i % 3],
-            createdAt: new Date(),
-          });
+          const id = await insertDirectly(t, nickname, TEAMS[i % 3]);
           registered.push({ id, nickname });
         } catch (error) {
           note('insert', error);
@@ -325,16 +329,7 @@ describe.each(databases)('npm run reconcile while instances serve, on %s', (kind
       for (let i = 0; running; i += 1) {
         const nickname = unique(`Pro${lane}`);
         try {
-          const id = await t.app.services.trainers.insertHashed({
-            nickname,
-            nicknameKey: nickname.toLowerCase(),
-            firstName: 'P',
-            lastName: 'R',
-            email: `${nickname.toLowerCase()}@example.test`,
-            passwordHash: 'x',
-            team: TEAMS[i % 3],
-            createdAt: new Date(),
-          });
+          const id = await insertDirectly(t, nickname, TEAMS[i % 3]);
           registered.push({ id, nickname });
         } catch (error) {
           failures.push(`insert: ${error instanceof AppError ? error.code : String(error)}`);
