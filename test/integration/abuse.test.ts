@@ -1,6 +1,4 @@
 import { connect } from 'node:net';
-import { parse } from 'graphql';
-import { DocumentCache } from '../../src/graphql/document-cache';
 import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
 import { createTrainer, type TrainerFixture } from '../helpers/factories';
 import type { GraphQLBody, Problem } from '../helpers/graphql';
@@ -295,17 +293,5 @@ describe.each(databases)('refusals held back on %s', (kind) => {
     expect(await t.app.dataSource.query('SELECT nickname FROM trainer WHERE nickname LIKE ?', ['held_%'])).toEqual([
       { nickname: 'held_1' },
     ]);
-  });
-});
-
-describe('the parsed-document cache', () => {
-  it('counts the query text each document keeps, so 90 KB comments cannot fill the heap', async () => {
-    const store = new DocumentCache().apolloStore();
-    const keys = Array.from({ length: 400 }, (_, i) => `doc${i}`);
-    for (const key of keys) await store.set(key, parse(`#${key}${'x'.repeat(90_000)}\n{ __typename }`));
-    const kept = (await Promise.all(keys.map((key) => store.get(key)))).filter(Boolean).length;
-    // 32 MiB holds about 180 of them (each counted as twice its 90 KB text); Apollo's own sizing kept all 400.
-    expect(kept).toBeGreaterThan(100);
-    expect(kept).toBeLessThan(200);
   });
 });
