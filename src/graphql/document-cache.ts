@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
-import type { DocumentNode, GraphQLError } from 'graphql';
+import { parse, type DocumentNode, type GraphQLError } from 'graphql';
 import type { CompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 
@@ -28,6 +28,15 @@ export const hashOf = (source: string): string => createHash('sha256').update(so
  */
 const hashOfKey = (key: string): string => key.slice(-64);
 
+/**
+ * What Apollo is handed in place of a text refused before parsing: a one-field query, parsed
+ * here once, never run (the pipeline's plugin answers the refusal once Apollo resolved it). A text
+ * refused by its own checks maps to this document in Apollo's store; a request refused before
+ * Apollo read its text (the trusted-documents gate, the length) is given this text.
+ */
+export const STAND_IN = '{ __typename }';
+const standIn = parse(STAND_IN);
+
 /** Bytes the cache may hold, as sized below; a compiled plan (generated JavaScript) counts PLAN_BYTES more. */
 const MAX_BYTES = 32 * 2 ** 20;
 const PLAN_BYTES = 64 * 2 ** 10;
@@ -46,13 +55,18 @@ function sizeOf(entry: DocumentEntry): number {
 
 /**
  * The one cache of documents, keyed by their text's hash: the trusted documents' entries
- * (parsed, validated and compiled at start, never evicted), then the others, least recently used
+ * (parsed, validated and compiled at start, never evicted) and the stand-in's, then the others, least recently used
  * out first within MAX_BYTES. Apollo's document store is a view of it (`apolloStore`).
  */
 export class DocumentCache {
   private readonly entries = new LRUCache<string, DocumentEntry>({ maxSize: MAX_BYTES, sizeCalculation: sizeOf });
 
-  constructor(private readonly pinned: ReadonlyMap<string, DocumentEntry> = new Map()) {}
+  private readonly pinned: ReadonlyMap<string, DocumentEntry>;
+
+  /** @param pinned entries never evicted (the trusted documents'); the stand-in's is one of them. */
+  constructor(pinned: ReadonlyMap<string, DocumentEntry> = new Map()) {
+    this.pinned = new Map([...pinned, [hashOf(STAND_IN), { verdict: { document: standIn }, uses: 0, plan: null }]]);
+  }
 
   get(hash: string): DocumentEntry | undefined {
     return this.pinned.get(hash) ?? this.entries.get(hash);
@@ -74,13 +88,16 @@ export class DocumentCache {
 
   /**
    * Apollo's document store: Apollo asks it before parsing a text and, once it has parsed and
-   * validated one with the pipeline's rules, records the document here.
+   * validated one with the pipeline's rules, records the document here. A text refused by its
+   * text checks is the stand-in document, so that Apollo does not parse it.
    */
   apolloStore(): KeyValueCache<DocumentNode> {
     return {
       get: async (key) => {
         const verdict = this.get(hashOfKey(key))?.verdict;
-        return verdict && 'document' in verdict ? verdict.document : undefined;
+        if (!verdict) return undefined;
+        if ('document' in verdict) return verdict.document;
+        return verdict.step === 'text' ? standIn : undefined;
       },
       set: async (key, document) => void this.remember(hashOfKey(key), { document }),
       delete: async (key) => void this.entries.delete(hashOfKey(key)),

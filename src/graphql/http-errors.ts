@@ -5,9 +5,9 @@ import { ERROR_STATUS } from '../errors';
 import { createFormatError, graphqlError } from './format-error';
 
 /*
- * GraphQL answers written before Apollo has the request: the pipeline's refusals before anything
- * parses the text, and errors raised in the /graphql scope (bad JSON, a body over the limit,
- * another media type, a method the path does not take, the database not connected yet). Their
+ * GraphQL answers written before Apollo has the request: errors raised in the /graphql scope, in
+ * reading the HTTP request (bad JSON, a body over the limit, another media type, a query string
+ * that does not decode, a method the path does not take, the database not connected yet). Their
  * bodies come from the one GraphQL error formatter, as Apollo's and the WebSocket's do.
  */
 
@@ -15,7 +15,7 @@ import { createFormatError, graphqlError } from './format-error';
 const format = createFormatError({ isProduction: false });
 
 /** Answers `errors` with `status`, as application/json. */
-export function sendGraphQLErrors(reply: FastifyReply, status: number, errors: readonly GraphQLError[]): FastifyReply {
+function sendGraphQLErrors(reply: FastifyReply, status: number, errors: readonly GraphQLError[]): FastifyReply {
   return reply
     .code(status)
     .type('application/json; charset=utf-8')

@@ -1,6 +1,11 @@
-import { HeaderMap, type ApolloServerPlugin, type GraphQLRequestListener, type GraphQLResponse } from '@apollo/server';
+import {
+  HeaderMap,
+  type ApolloServerPlugin,
+  type GraphQLRequest,
+  type GraphQLRequestListener,
+  type GraphQLResponse,
+} from '@apollo/server';
 import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
-import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import {
   execute,
   getNamedType,
@@ -24,8 +29,7 @@ import { MAX_JSON_DEPTH } from '../http/json-body';
 import type { Tracing } from '../telemetry/spans';
 import { createFormatError, graphqlError, logUnexpectedErrors } from './format-error';
 import type { GraphQLContext } from './context';
-import { sendGraphQLErrors } from './http-errors';
-import { DocumentCache, hashOf, type DocumentEntry, type TextVerdict } from './document-cache';
+import { DocumentCache, hashOf, STAND_IN, type DocumentEntry, type TextVerdict } from './document-cache';
 import { costChecker, LIMITS, limitRules, repeatedSelections } from './limits';
 import { planOf, runPlan } from './plans';
 import { TrustedDocuments, type DocumentRequest } from './trusted-documents';
@@ -106,10 +110,10 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
  * What is known about a document text (its verdict, its uses, its plan) is one entry of one
  * cache (DocumentCache), which is also Apollo's document store.
  *
- * The HTTP door is Apollo, configured from here: `httpHook` (the gate and the text checks, before
- * Apollo reads the text), Apollo's parse and validation with `parseOptions`, `validationRules` and
- * `documentStore`, `plugin` (the operation checks) and `gateway` (coercion and the run). The
- * WebSocket door asks `admitSubscription`, which runs the same steps in the same order.
+ * The HTTP door is Apollo, configured from here: Apollo's parse and validation with
+ * `parseOptions`, `validationRules` and `documentStore`, and `plugin`, whose hooks take every
+ * other step (the gate and the text checks before Apollo parses, the operation checks, the run).
+ * The WebSocket door asks `admitSubscription`, which runs the same steps in the same order.
  */
 export class Pipeline {
   /** Apollo's validation rules besides graphql-js's own (Apollo adds specifiedRules itself). */
@@ -272,51 +276,49 @@ export class Pipeline {
   }
 
   /**
-   * The HTTP door's first step, a /graphql preHandler: the trusted-documents gate, then the text
-   * checks, before Apollo or anything else parses the text. A refused document is answered here:
-   * PERSISTED_QUERY_NOT_FOUND with HTTP 200, a text check's error with 400. A text known to the
-   * cache passed them when it was first seen.
+   * A request refused before Apollo reads its text (by the trusted-documents gate, or for its
+   * length) is given the stand-in text instead, so that nothing parses or even hashes what was
+   * sent; its refusal waits here for didResolveOperation to answer it.
    */
-  httpHook(): preHandlerAsyncHookHandler {
-    const gate = this.trusted.httpGate();
-    return async (request: FastifyRequest, reply: FastifyReply) => {
-      const refused = gate(request);
-      // HTTP 200, as APQ clients expect.
-      if (refused) return sendGraphQLErrors(reply, 200, [refused]);
-      // A trusted document passed the text checks when the manifest was loaded.
-      if (request.trustedDocument) return;
-      const source =
-        request.method === 'GET'
-          ? (request.query as Record<string, unknown>).query
-          : (request.body as Record<string, unknown> | null)?.query;
-      if (typeof source !== 'string') return;
-      // Every later step would read a longer one whole, the hash first.
-      if (source.length > LIMITS.queryLength) return sendGraphQLErrors(reply, 400, [this.textError(source)!]);
-      const hash = hashOf(source);
-      const known = this.documents.get(hash)?.verdict;
-      const error = known ? ('step' in known && known.step === 'text' ? known.errors[0] : undefined) : this.textError(source);
-      if (!error) return;
-      if (!known) this.documents.remember(hash, { step: 'text', errors: [error] });
-      return sendGraphQLErrors(reply, 400, [error]);
-    };
+  private readonly refusals = new WeakMap<GraphQLRequest, GraphQLError>();
+
+  /** A request's refusal: decided before Apollo read its text, or by the text checks of its text (cached). */
+  private refusalOf(request: GraphQLRequest, hash: string | undefined): GraphQLError | undefined {
+    const refused = this.refusals.get(request);
+    if (refused) return refused;
+    const verdict = hash === undefined ? undefined : this.documents.get(hash)?.verdict;
+    return verdict && 'step' in verdict && verdict.step === 'text' ? verdict.errors[0] : undefined;
   }
 
   /**
-   * The Apollo plugin of the pipeline: the operation checks once Apollo has resolved the operation
-   * (before any resolver runs), then the run itself (`responseForOperation`, the hook Apollo gives
-   * a plugin to answer an operation): the variables coerced, the document's compiled plan when it
-   * has earned one (plans.ts), else graphql-js; the errors through the one formatter. Apollo
-   * answers by itself only what it refuses before (parse, validation, an operation name that
-   * resolves to nothing). Also counts the documents Apollo parses and validates (it skips both
-   * for a document the cache holds).
+   * The Apollo plugin of the pipeline, the HTTP door's every step after Apollo took the request:
+   * - `requestDidStart`, before Apollo reads the text: the trusted-documents gate (a document named
+   *   by id becomes its text) and the length check;
+   * - `didResolveSource`, once Apollo hashed the text: the text checks of a text the cache does not
+   *   know (a refusal is cached, and Apollo's store then hands back the stand-in document);
+   * - `didResolveOperation`: the refusal decided above, if any (PERSISTED_QUERY_NOT_FOUND with HTTP
+   *   200, a text check's error with 400), else the operation checks, before any resolver runs;
+   * - `responseForOperation` (the hook Apollo gives a plugin to answer an operation): the
+   *   variables coerced, the document's compiled plan when it has earned one (plans.ts), else
+   *   graphql-js; the errors through the one formatter.
+   * Apollo answers by itself only what it refuses on its own (a body that is no GraphQL request,
+   * parse and validation errors, an operation name that resolves to nothing). Also counts the
+   * documents Apollo parses and validates (it skips both for a document the cache holds).
    */
   plugin(): ApolloServerPlugin<GraphQLContext> {
     const parsed = this.metrics.documentsParsed;
     const hooks: GraphQLRequestListener<GraphQLContext> = {
+      didResolveSource: async ({ request, source, queryHash }) => {
+        if (this.refusals.has(request) || this.documents.get(queryHash)) return;
+        const error = this.textError(source);
+        if (error) this.documents.remember(queryHash, { step: 'text', errors: [error] });
+      },
       // `void`: a value returned here would be taken for an end hook (inc returns its counter).
       parsingDidStart: async () => void parsed.inc({ step: 'parse' }),
       validationDidStart: async () => void parsed.inc({ step: 'validate' }),
-      didResolveOperation: async ({ document, request, operationName, operation, contextValue }) => {
+      didResolveOperation: async ({ document, request, operationName, operation, contextValue, queryHash }) => {
+        const refused = this.refusalOf(request, queryHash);
+        if (refused) throw refused;
         if (contextValue.request) contextValue.request.operationName = operationName;
         const error = this.checkOperation('http', document, operation, operationName ?? undefined, request.variables ?? {});
         if (error) throw error;
@@ -333,8 +335,21 @@ export class Pipeline {
         return this.response(result, contextValue);
       },
     };
-    // The same hooks object for every request: it keeps no per-request state.
-    return { requestDidStart: async () => hooks };
+    return {
+      requestDidStart: async ({ request }) => {
+        const refused =
+          this.trusted.admitHttp(request) ??
+          // Every later step would read a longer one whole, the hash first.
+          (typeof request.query === 'string' && request.query.length > LIMITS.queryLength ? this.textError(request.query) : undefined);
+        if (refused) {
+          this.refusals.set(request, refused);
+          request.query = STAND_IN;
+          request.extensions = undefined;
+        }
+        // The same hooks object for every request: it keeps no per-request state.
+        return hooks;
+      },
+    };
   }
 
   /** Runs an admitted operation: its variables coerced (their errors answered), then its plan or graphql-js. */

@@ -59,8 +59,8 @@ const shallowQueryString = async (request: FastifyRequest) => {
 /**
  * The request as Apollo takes it (what @as-integrations/fastify's handler builds), except that a
  * GET's search string is written again from `request.query`: Apollo reads a GET's parameters from
- * the search string, and so runs exactly the text the pipeline checked (decoded once by
- * decodeQueryString; a trusted document named by id rewritten to its text by the pipeline's gate).
+ * the search string, and so it and the pipeline's plugin read exactly the parameters decoded once
+ * by decodeQueryString.
  */
 function graphQLRequestOf(request: FastifyRequest): HTTPGraphQLRequest {
   const headers = new HeaderMap();
@@ -120,7 +120,7 @@ export async function registerGraphQL(
     // The pipeline's cache: a text parsed once (a trusted document at start) is never parsed again.
     documentStore: pipeline.documentStore(),
     // APQ registers documents only when there is no manifest (the trusted documents are looked up
-    // before Apollo, by the pipeline's preHandler).
+    // by the pipeline's plugin, before Apollo reads the text).
     persistedQueries: { cache: pipeline.apqCache() },
     // Refused by noIntrospection instead, with a message that names this service's setting.
     introspection: true,
@@ -160,9 +160,6 @@ export async function registerGraphQL(
       'onRequest',
       attachRequestAuth((authorization, onKnown) => services.auth.forRequest(authorization, onKnown)),
     );
-    scope.decorateRequest('trustedDocument', null);
-    // Which documents may run, and the checks on their text, are decided first, before any step parses it.
-    scope.addHook('preHandler', pipeline.httpHook());
     methodNotAllowed(scope, '/graphql', ['GET', 'POST', 'OPTIONS']);
     scope.route({
       method: ['GET', 'POST', 'OPTIONS'],

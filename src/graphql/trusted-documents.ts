@@ -1,18 +1,11 @@
 import { InMemoryLRUCache, type KeyValueCache } from '@apollo/utils.keyvaluecache';
-import type { FastifyRequest } from 'fastify';
+import type { GraphQLRequest } from '@apollo/server';
 import { getOperationAST, GraphQLError, OperationTypeNode, type GraphQLSchema } from 'graphql';
 import { ConfigError, type TrustedDocumentsManifest } from '../config';
 import { graphqlError } from './format-error';
 import type { DocumentEntry, TextVerdict } from './document-cache';
 import { compile } from './plans';
 import type { Metrics } from '../ops/metrics';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The trusted document this /graphql request runs, once the document gate has admitted it by id or by text. */
-    trustedDocument: TrustedDocument | null;
-  }
-}
 
 /** A document of the TRUSTED_DOCUMENTS manifest: parsed, validated and compiled once, at start. */
 export interface TrustedDocument {
@@ -71,7 +64,7 @@ const NOT_TRUSTED =
 /**
  * The rule on which GraphQL documents run, asked by the Pipeline (and nothing else) before
  * anything parses a request's text, on every route a document can take: Apollo over HTTP (POST
- * and GET, through `httpGate`) and graphql-ws subscriptions (`admit`).
+ * and GET, through `admitHttp`) and graphql-ws subscriptions (`admit`).
  *
  * With TRUSTED_DOCUMENTS, the manifest's documents are checked by the pipeline (text checks,
  * parse, validation with the request limits) and compiled here once, at start (a document that
@@ -177,41 +170,26 @@ export class TrustedDocuments {
   }
 
   /**
-   * The gate for a /graphql request, before anything parses its text: the refusal to answer
-   * (PERSISTED_QUERY_NOT_FOUND), or undefined to go on. A trusted document named by id goes on as
-   * its text, with `request.trustedDocument` set.
+   * The gate for a request Apollo has taken over HTTP, asked before Apollo reads its text: the
+   * refusal (PERSISTED_QUERY_NOT_FOUND), or undefined to go on. A trusted document named by id
+   * (`documentId` in the body or the query string, or APQ's hash) goes on as its text, without
+   * the APQ extension, so that Apollo looks it up in its document store and registers nothing.
    */
-  httpGate(): (request: FastifyRequest) => GraphQLError | undefined {
-    return (request) => {
-      const isGet = request.method === 'GET';
-      if (!isGet && request.method !== 'POST') return undefined;
-      const params = (isGet ? request.query : request.body) as Record<string, unknown> | null | undefined;
-      if (typeof params !== 'object' || params === null || Array.isArray(params)) return undefined;
-      const extensions = isGet ? jsonParam(params.extensions) : params.extensions;
-      const admission = this.admit({ query: params.query, documentId: params.documentId, extensions });
-      if (admission.kind === 'refused') return admission.error;
-      if (admission.kind !== 'trusted') return undefined;
-      request.trustedDocument = admission.document;
-      if (params.query === admission.document.source && params.documentId === undefined && apqHash(extensions) === undefined)
-        return undefined;
-      // Named by id: Apollo gets the text, which its document store maps to the document parsed
-      // at start; the APQ extension goes, so nothing tries to register it.
-      const { documentId: _id, query: _query, extensions: _extensions, ...rest } = params;
-      const kept = withoutPersistedQuery(extensions);
-      const rewritten: Record<string, unknown> = { ...rest, query: admission.document.source };
-      if (kept !== undefined) rewritten.extensions = isGet ? JSON.stringify(kept) : kept;
-      if (isGet) request.query = rewritten;
-      else request.body = rewritten;
+  admitHttp(request: GraphQLRequest): GraphQLError | undefined {
+    const { http } = request;
+    const documentId =
+      http?.method === 'GET'
+        ? (new URLSearchParams(http.search).get('documentId') ?? undefined)
+        : typeof http?.body === 'object' && http.body !== null
+          ? (http.body as { documentId?: unknown }).documentId
+          : undefined;
+    const admission = this.admit({ query: request.query, documentId, extensions: request.extensions });
+    if (admission.kind === 'refused') return admission.error;
+    if (admission.kind !== 'trusted') return undefined;
+    if (request.query === admission.document.source && documentId === undefined && apqHash(request.extensions) === undefined)
       return undefined;
-    };
-  }
-}
-
-function jsonParam(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  try {
-    return JSON.parse(value) as unknown;
-  } catch {
+    request.query = admission.document.source;
+    request.extensions = withoutPersistedQuery(request.extensions);
     return undefined;
   }
 }

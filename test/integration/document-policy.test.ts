@@ -145,6 +145,30 @@ describe.each(databases)('a check added to the document policy, on every route, 
     expect((await compiledRuns(prod)) - before).toBe(1);
   });
 
+  it('answers what is refused before parsing through Apollo as well: the media type Apollo negotiates, and nothing parsed', async () => {
+    const parsed = (t: TestApp) => counter(t, 'graphql_documents_parsed_total\\{step="parse"\\}');
+    const accept = 'application/graphql-response+json';
+    const ask = async (t: TestApp, body: Record<string, unknown>) => {
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/graphql',
+        headers: { 'content-type': 'application/json', accept, ...authorization(t) },
+        payload: JSON.stringify(body),
+      });
+      return [response.statusCode, response.headers['content-type'], response.json<GraphQLBody>().errors?.map((e) => e.extensions?.code)];
+    };
+    const before = [await parsed(dev), await parsed(prod)];
+    const long = `{ __typename ${'#'.repeat(40_000)}\n}`;
+    const repeated = `{ ${'me { id } '.repeat(60)}}`;
+    const type = `${accept}; charset=utf-8`;
+    expect(await ask(dev, { query: long })).toEqual([400, type, ['BAD_USER_INPUT']]);
+    // The second time from the cache's verdict.
+    for (let i = 0; i < 2; i += 1) expect(await ask(dev, { query: repeated })).toEqual([400, type, ['GRAPHQL_VALIDATION_FAILED']]);
+    expect(await ask(prod, { query: '{ me { id } }' })).toEqual([200, type, ['PERSISTED_QUERY_NOT_FOUND']]);
+    expect(await ask(prod, { documentId: `sha256:${'0'.repeat(64)}` })).toEqual([200, type, ['PERSISTED_QUERY_NOT_FOUND']]);
+    expect([await parsed(dev), await parsed(prod)]).toEqual(before);
+  });
+
   it('refuses a graphql-ws subscribe, and lets another trainer’s events through', async () => {
     const origin = await listen(dev);
     const other = await createTrainer(dev.app);
