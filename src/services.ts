@@ -68,7 +68,13 @@ export function createServices(
   const delay = new RefusalDelay(config.rateLimitedDelayMs);
   const hasher = new PasswordHasher(undefined, delay);
   const events = new CreatureEventBus((trainerId) => trainerQueries.eventSeq(trainerId), undefined, channels.keyed(CREATURE_EVENTS));
-  const creatures = new CreatureService(creatureQueries, trainerQueries, events, config.maxOffset);
+  const creatures = new CreatureService(
+    creatureQueries,
+    trainerQueries,
+    events,
+    new CursorCodec(config.jwtSecret, 'creatures'),
+    config.maxOffset,
+  );
   const throttle = new LoginThrottle({
     maxFailures: config.loginMaxFailures,
     windowSeconds: config.loginWindowSeconds,

@@ -1,4 +1,4 @@
-import { IsInt, Max, Min } from 'class-validator';
+import { IsInt, IsOptional, Max, MaxLength, Min } from 'class-validator';
 import { ArgsType, Field, ID, Int } from 'type-graphql';
 import { DEFAULT_MAX_OFFSET } from '../config';
 import { AppError } from '../errors';
@@ -25,6 +25,24 @@ export class PageArgs {
   offset: number = 0;
 }
 
+/** The longest `after` either transport takes: far longer than any cursor this service gives, so a longer one is refused unread. */
+export const MAX_CURSOR_LENGTH = 200;
+
+/** A page from the start or after a cursor (`after`, a nextCursor), without an offset. */
+@ArgsType()
+export class CursorPageArgs {
+  @Field(() => Int, { defaultValue: DEFAULT_LIMIT })
+  @IsInt({ message: 'must be an integer' })
+  @Min(1, { message: `must be between 1 and ${MAX_LIMIT}` })
+  @Max(MAX_LIMIT, { message: `must be between 1 and ${MAX_LIMIT}` })
+  limit: number = DEFAULT_LIMIT;
+
+  @Field(() => String, { nullable: true, description: 'A nextCursor from an earlier page: the page then holds what follows it.' })
+  @IsOptional()
+  @MaxLength(MAX_CURSOR_LENGTH, { message: 'is not a cursor this service gave' })
+  after?: string | null;
+}
+
 @ArgsType()
 export class IdArgs {
   @Field(() => ID)
@@ -40,19 +58,15 @@ export interface Page<T> {
 
 /**
  * BAD_USER_INPUT when `offset` is above `maxOffset` (MAX_OFFSET): a database skips every row
- * before a page, so deep offsets cost ever more. Trainer lists go further by cursor (`after`),
- * which the message names; creature lists have no cursor.
+ * before a page, so deep offsets cost ever more. Lists go further by cursor (`after`), which the
+ * message names.
  */
 export function checkOffset(offset: number, maxOffset: number, list: 'trainers' | 'creatures'): void {
   if (offset <= maxOffset) return;
-  if (list === 'creatures') {
-    throw new AppError('BAD_USER_INPUT', `Invalid input: offset must be at most ${maxOffset}`, [
-      { field: 'offset', message: `must be at most ${maxOffset}` },
-    ]);
-  }
+  const field = list === 'creatures' ? 'creaturePage' : 'trainers';
   throw new AppError(
     'BAD_USER_INPUT',
-    `offset must be at most ${maxOffset}: to read further, follow nextCursor, passing it as after (a REST page also names the next page in its Link header, rel="next")`,
+    `offset must be at most ${maxOffset}: to read further, follow nextCursor, passing it as after (${field} in GraphQL; a REST page also names the next page in its Link header, rel="next")`,
     [{ field: 'offset', message: `must be at most ${maxOffset}; follow nextCursor (after) instead` }],
   );
 }

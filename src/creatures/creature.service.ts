@@ -1,4 +1,5 @@
 import { checkOffset, type Page } from '../common/args';
+import type { CursorCodec } from '../common/cursor';
 import { nameKey, normalizeText } from '../common/text';
 import { isForeignKeyViolation, uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
@@ -38,7 +39,9 @@ export class CreatureService {
     private readonly queries: CreatureQueries,
     private readonly trainers: TrainerQueries,
     private readonly events: CreatureEventBus,
-    /** MAX_OFFSET: pages further on are refused (checkOffset). */
+    /** Signs and reads the cursors of creature pages (`after`, `nextCursor`). */
+    private readonly cursors: CursorCodec,
+    /** MAX_OFFSET: pages further on are refused (checkOffset); cursors reach them. */
     private readonly maxOffset: number,
   ) {}
 
@@ -178,29 +181,54 @@ export class CreatureService {
    */
   async pageOfTrainer(
     trainerId: number,
-    limit: number,
-    offset: number,
+    page: CreaturePageArgs,
     viewerId?: number,
-  ): Promise<Page<Creature> & { totalCount: number }> {
-    checkOffset(offset, this.maxOffset, 'creatures');
+  ): Promise<Page<Creature> & CreaturePage & { totalCount: number }> {
     const mayLag = viewerId !== undefined && viewerId !== trainerId;
-    const [[items = []], totalCount] = await Promise.all([
-      this.queries.pagesForTrainers([trainerId], limit, offset, undefined, { mayLag }),
+    const [[found], totalCount] = await Promise.all([
+      this.pagesForTrainers([trainerId], page, undefined, { mayLag }),
       this.trainers.creaturesOwned(trainerId, { mayLag }),
     ]);
     if (totalCount === null) throw new AppError('NOT_FOUND', `No trainer with id ${trainerId}`);
-    return { items, totalCount, limit, offset };
+    return { ...found, totalCount, limit: page.limit, offset: page.offset ?? 0 };
   }
 
-  /** One page of creatures (oldest first) for each trainer, in one statement, with `fields` (all by default). */
+  /**
+   * One page of creatures (oldest first) for each trainer, in one statement, with `fields` (all
+   * by default): from `offset` (at most MAX_OFFSET) or after the creature a cursor names (`after`,
+   * a nextCursor; offset must then be 0). `nextCursor` is null exactly when none follows.
+   */
   async pagesForTrainers(
     trainerIds: readonly number[],
-    limit: number,
-    offset: number,
+    { limit, offset = 0, after }: CreaturePageArgs,
     fields?: readonly CreatureField[],
     { mayLag = false } = {},
-  ): Promise<Creature[][]> {
+  ): Promise<CreaturePage[]> {
     checkOffset(offset, this.maxOffset, 'creatures');
-    return this.queries.pagesForTrainers(trainerIds, limit, offset, fields, { mayLag });
+    if (after !== undefined && offset !== 0) {
+      throw new AppError('BAD_USER_INPUT', 'With after, offset must be 0', [{ field: 'offset', message: 'must be 0 when after is given' }]);
+    }
+    const afterId = after === undefined ? 0 : this.cursors.decode(after);
+    // One more than the page: whether another follows is read, not guessed.
+    const pages = await this.queries.pagesForTrainers(trainerIds, { limit: limit + 1, offset, afterId }, fields, { mayLag });
+    return pages.map((items) =>
+      items.length > limit
+        ? { items: items.slice(0, limit), nextCursor: this.cursors.encode(items[limit - 1].id) }
+        : { items, nextCursor: null },
+    );
   }
+}
+
+/** Which page of a trainer's creatures: `limit` of them from `offset`, or after a cursor (`after`). */
+export interface CreaturePageArgs {
+  readonly limit: number;
+  readonly offset?: number;
+  /** A nextCursor from an earlier page. */
+  readonly after?: string;
+}
+
+/** A page of one trainer's creatures, and the cursor of the page that follows (null when none does). */
+export interface CreaturePage {
+  readonly items: Creature[];
+  readonly nextCursor: string | null;
 }

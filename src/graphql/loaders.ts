@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader';
 import type { RequestAuth } from '../auth/request-auth';
-import type { Creature } from '../creatures/creature.entity';
 import type { CreatureField } from '../creatures/creature.queries';
+import type { CreaturePage, CreaturePageArgs } from '../creatures/creature.service';
 import type { Services } from '../services';
 import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerPageOptions, TrainerPageResult } from '../trainers/trainer.service';
@@ -15,14 +15,14 @@ import type { TrainerPageOptions, TrainerPageResult } from '../trainers/trainer.
 export class Loaders {
   private readonly trainers: DataLoader<number, Trainer | null>;
   private readonly creatureCounts: DataLoader<number, number>;
-  private readonly creaturePages = new Map<string, DataLoader<number, Creature[]>>();
+  private readonly creaturePages = new Map<string, DataLoader<number, CreaturePage>>();
   /**
    * Creature pages read before their fields ask (by page key, then trainer id): a page of
    * trainers that selects `creatures` reads them at the same time as the trainers, so the 100
    * `creatures` fields answer at once instead of each waiting on a loader (one round trip less,
    * and no promise per trainer alive across it).
    */
-  private readonly readAhead = new Map<string, Map<number, Creature[]>>();
+  private readonly readAhead = new Map<string, Map<number, CreaturePage>>();
   /** The caller as its auth read it serves `Creature.trainer` until forget(): it was read before anything since. */
   private viewerIsCurrent = true;
 
@@ -85,7 +85,7 @@ export class Loaders {
     { creatures, ...options }: Omit<TrainerPageOptions, 'alongside'> & { creatures?: CreaturePageRequest },
   ): Promise<TrainerPageResult> {
     // Creature pages beyond MAX_OFFSET are not read ahead: each `creatures` field reports its refusal.
-    const ahead = creatures && this.services.creatures.allowsOffset(creatures.offset) ? creatures : undefined;
+    const ahead = creatures && this.services.creatures.allowsOffset(creatures.offset ?? 0) ? creatures : undefined;
     const alongside = ahead && ((ids: readonly number[]) => this.readCreaturesAhead(ids, ahead));
     const page = await this.services.trainers.page(limit, offset, { ...options, alongside });
     // Trainers read whole serve Creature.trainer too; those read in part would answer it wrong.
@@ -107,11 +107,11 @@ export class Loaders {
 
   /**
    * A page of each trainer's creatures, with the properties in `fields` (see
-   * CreatureQueries.pagesForTrainers): fields asking for different pages or properties are
+   * CreatureService.pagesForTrainers): fields asking for different pages or properties are
    * batched separately.
    */
-  creaturePage(trainerId: number, limit: number, offset: number, fields: readonly CreatureField[]): Creature[] | Promise<Creature[]> {
-    const key = `${limit}:${offset}:${fields.join(',')}`;
+  creaturePage(trainerId: number, request: CreaturePageRequest): CreaturePage | Promise<CreaturePage> {
+    const key = pageKey(request);
     const known = this.readAhead.get(key)?.get(trainerId);
     if (known) return known;
     // Another trainer's creatures may lag; the caller's own never do.
@@ -119,27 +119,27 @@ export class Loaders {
     const loaderKey = mayLag ? `${key}:lag` : key;
     let loader = this.creaturePages.get(loaderKey);
     if (!loader) {
-      loader = new DataLoader((ids) => this.services.creatures.pagesForTrainers(ids, limit, offset, fields, { mayLag }));
+      loader = new DataLoader((ids) => this.services.creatures.pagesForTrainers(ids, request, request.fields, { mayLag }));
       this.creaturePages.set(loaderKey, loader);
     }
     return loader.load(trainerId);
   }
 
   /** Reads the creature pages of `trainerIds` into readAhead, where creaturePage finds them. */
-  private async readCreaturesAhead(trainerIds: readonly number[], { limit, offset, fields }: CreaturePageRequest): Promise<void> {
+  private async readCreaturesAhead(trainerIds: readonly number[], request: CreaturePageRequest): Promise<void> {
     // A list's creatures, like the list, may lag.
-    const pages = await this.services.creatures.pagesForTrainers(trainerIds, limit, offset, fields, { mayLag: true });
-    const key = `${limit}:${offset}:${fields.join(',')}`;
+    const pages = await this.services.creatures.pagesForTrainers(trainerIds, request, request.fields, { mayLag: true });
+    const key = pageKey(request);
     let known = this.readAhead.get(key);
-    if (!known) this.readAhead.set(key, (known = new Map<number, Creature[]>()));
+    if (!known) this.readAhead.set(key, (known = new Map<number, CreaturePage>()));
     trainerIds.forEach((id, i) => known.set(id, pages[i]));
   }
 }
 
-/** One page of creatures per trainer, with these properties (a `creatures` field's arguments and selection). */
-export interface CreaturePageRequest {
-  readonly limit: number;
-  readonly offset: number;
+/** One page of creatures per trainer, with these properties (a `creatures` or `creaturePage` field's arguments and selection). */
+export interface CreaturePageRequest extends CreaturePageArgs {
   /** Sorted. */
   readonly fields: readonly CreatureField[];
 }
+
+const pageKey = ({ limit, offset = 0, after = '', fields }: CreaturePageRequest) => `${limit}:${offset}:${after}:${fields.join(',')}`;

@@ -1,10 +1,4 @@
-import {
-  HeaderMap,
-  type ApolloServerPlugin,
-  type GraphQLRequest,
-  type GraphQLRequestListener,
-  type GraphQLResponse,
-} from '@apollo/server';
+import { HeaderMap, type ApolloServerPlugin, type GraphQLRequest, type GraphQLRequestListener, type GraphQLResponse } from '@apollo/server';
 import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
 import {
   execute,

@@ -2,14 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import { CreateCreatureInput, UpdateCreatureInput } from '../creatures/creature.inputs';
 import type { Services } from '../services';
 import { openApiPath, pathTo, paths } from './paths';
-import { presentCreature } from './present';
+import { nextPageLink, presentCreature } from './present';
 import {
   createCreatureBody,
   creaturePageSchema,
   creatureParams,
   errorResponses,
   jsonResponse,
-  pageQuery,
+  cursorPageQuery,
   trainerParams,
   updateCreatureBody,
 } from './schemas';
@@ -56,25 +56,32 @@ export async function creatureRoutes(app: FastifyInstance, { services }: { servi
     },
   );
 
-  app.get<{ Params: TrainerPath; Querystring: { limit: number; offset: number } }>(
+  app.get<{ Params: TrainerPath; Querystring: { limit: number; offset: number; after?: string } }>(
     paths.creatures,
     {
       config: { auth: 'session' },
       schema: {
         tags: ['creatures'],
-        summary: "A page of a trainer's creatures (Trainer.creatures)",
+        summary: "A page of a trainer's creatures (Trainer.creatures, Trainer.creaturePage)",
         params: trainerParams,
-        querystring: pageQuery,
+        querystring: cursorPageQuery,
         response: {
-          200: jsonResponse(creaturePageSchema, "A page of the trainer's creatures"),
+          200: {
+            description: 'A page of the trainer\'s creatures; when another follows, a Link header names it (rel="next")',
+            headers: { Link: { type: 'string', description: `<${paths.creatures}?limit=...&after=...>; rel="next"` } },
+            content: { 'application/json': { schema: creaturePageSchema } },
+          },
           ...errorResponses('BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND'),
         },
       },
     },
-    async (request) => {
-      const { limit, offset } = request.query;
-      const page = await services.creatures.pageOfTrainer(request.params.trainerId, limit, offset, request.auth.tokenId());
-      return { ...page, items: page.items.map(presentCreature) };
+    async (request, reply) => {
+      const { limit, offset, after } = request.query;
+      const { trainerId } = request.params;
+      const page = await services.creatures.pageOfTrainer(trainerId, { limit, offset, after }, request.auth.tokenId());
+      const next = nextPageLink(pathTo(paths.creatures, { trainerId }), page);
+      if (next !== undefined) reply.header('link', next);
+      return { items: page.items.map(presentCreature), totalCount: page.totalCount, limit, offset, nextCursor: page.nextCursor };
     },
   );
 

@@ -75,14 +75,24 @@ export function presentCreature(creature: Creature) {
   };
 }
 
-/** The Link header of a page of trainers that another follows (rel="next": the same conditions, after its cursor), or undefined. */
-export function nextTrainersLink(page: TrainerPageJson, filter: TrainerConditions): string | undefined {
+/**
+ * The Link header of a page that another follows (rel="next": `path` with the same limit and
+ * conditions, after the page's cursor), or undefined when none follows.
+ */
+export function nextPageLink(
+  path: string,
+  page: { readonly limit: number; readonly nextCursor: string | null },
+  conditions: Readonly<Record<string, string | undefined>> = {},
+): string | undefined {
   if (page.nextCursor === null) return undefined;
-  // A cursor is URL-safe already (base64url and a dot); filter values are encoded.
+  // A cursor is URL-safe already (base64url and a dot); condition values are encoded.
   let next = `limit=${page.limit}&after=${page.nextCursor}`;
-  for (const name of CONDITION_NAMES) {
-    const value = filter[name];
+  for (const [name, value] of Object.entries(conditions)) {
     if (value !== undefined) next += `&${name}=${encodeURIComponent(value)}`;
   }
-  return `<${paths.trainers}?${next}>; rel="next"`;
+  return `<${path}?${next}>; rel="next"`;
 }
+
+/** The Link header of a page of trainers (see nextPageLink), with its filter's conditions. */
+export const nextTrainersLink = (page: TrainerPageJson, filter: TrainerConditions): string | undefined =>
+  nextPageLink(paths.trainers, page, Object.fromEntries(CONDITION_NAMES.map((name) => [name, filter[name]])));

@@ -1,10 +1,10 @@
-import { DEFAULT_LIMIT, MAX_LIMIT, OFFSET_RULE } from '../common/args';
+import { DEFAULT_LIMIT, MAX_CURSOR_LENGTH, MAX_LIMIT, OFFSET_RULE } from '../common/args';
 import { EMAIL_PATTERN, MAX_EMAIL, MAX_PASSWORD, MIN_PASSWORD, namePattern, NICKNAME_PATTERN, PASSWORD_PATTERN } from '../common/rules';
 import { EMAIL_RULE, MAX_ID, nameRule, NICKNAME_RULE, PASSWORD_RULE } from '../common/validation';
 import { MAX_CREATURE_NAME } from '../creatures/creature.entity';
 import { TRAINER_COLUMNS, type TrainerColumnProperty } from '../trainers/trainer.columns';
 import { MAX_TRAINER_NAME } from '../trainers/trainer.entity';
-import { MAX_CURSOR_LENGTH, NICKNAME_PART_PATTERN, NICKNAME_PART_RULE } from '../trainers/trainer-filter';
+import { NICKNAME_PART_PATTERN, NICKNAME_PART_RULE } from '../trainers/trainer-filter';
 import { MAX_LEVEL, MAX_SPECIES_ID } from '../creatures/creature.inputs';
 import { ERROR_STATUS, type ErrorCode } from '../errors';
 import { Team } from '../trainers/team';
@@ -114,9 +114,21 @@ export const trainerPageSchema = {
     },
   },
 } as const;
-export const creaturePageSchema = pageOf('Creature', "One page of a trainer's creatures, oldest first.");
+const baseCreaturePage = pageOf('Creature', "One page of a trainer's creatures, oldest first.");
+export const creaturePageSchema = {
+  ...baseCreaturePage,
+  required: [...baseCreaturePage.required, 'nextCursor'],
+  properties: {
+    ...baseCreaturePage.properties,
+    totalCount: { type: 'integer', minimum: 0, description: 'How many creatures the trainer has' },
+    nextCursor: {
+      type: ['string', 'null'],
+      description: 'Pass as `after` for the page that follows (also in the Link header, rel="next"); null when no creature follows',
+    },
+  },
+} as const;
 
-export const pageQuery = {
+const pageQuery = {
   type: 'object',
   properties: {
     limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
@@ -125,7 +137,8 @@ export const pageQuery = {
   },
 } as const;
 
-export const trainerListQuery = {
+/** A page by offset or by cursor (`after`), as trainer and creature lists take it. */
+export const cursorPageQuery = {
   type: 'object',
   properties: {
     ...pageQuery.properties,
@@ -139,6 +152,13 @@ export const trainerListQuery = {
       maxLength: MAX_CURSOR_LENGTH,
       description: 'A nextCursor from an earlier page; offset must then be 0',
     },
+  },
+} as const;
+
+export const trainerListQuery = {
+  type: 'object',
+  properties: {
+    ...cursorPageQuery.properties,
     nickname: {
       type: 'string',
       description: 'Exactly this nickname, compared case-insensitively; one outside the nickname rules matches nobody; empty: no condition',

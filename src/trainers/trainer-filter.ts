@@ -1,12 +1,10 @@
 import { IsEnum, IsOptional, IsString, Matches, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 import { ArgsType, Field, InputType } from 'type-graphql';
-import { PageArgs } from '../common/args';
+import { MAX_CURSOR_LENGTH, PageArgs } from '../common/args';
 import { Team } from './team';
 
 export const NICKNAME_PART_PATTERN = '^[A-Za-z0-9_.-]{2,32}$';
 export const NICKNAME_PART_RULE = 'must be 2 to 32 characters of A-Z a-z 0-9 _ . -';
-/** The longest `after` either transport takes: far longer than any cursor this service gives, so a longer one is refused unread. */
-export const MAX_CURSOR_LENGTH = 200;
 
 /** Conditions on trainers; every one given must hold. */
 export interface TrainerConditions {

@@ -13,13 +13,14 @@ import {
   UseMiddleware,
   type MiddlewareFn,
 } from 'type-graphql';
-import { IdArgs, PageArgs } from '../common/args';
+import { CursorPageArgs, IdArgs, PageArgs } from '../common/args';
 import { parseId } from '../common/validation';
 import { Creature } from '../creatures/creature.entity';
 import type { GraphQLContext } from '../graphql/context';
 import { onlyNestedField, selectedFieldNames, selectedNames, selectsField } from '../graphql/selection';
 import type { CreaturePageRequest } from '../graphql/loaders';
-import { isCreatureField, type CreatureField } from '../creatures/creature.queries';
+import { CREATURE_FIELDS, isCreatureField, type CreatureField } from '../creatures/creature.queries';
+import { CreaturePage } from '../creatures/creature-page.type';
 import { Viewer } from '../graphql/viewer.decorator';
 import { checkArguments } from '../graphql/field-resolvers';
 import { TrainerPage } from './trainer-page.type';
@@ -201,7 +202,23 @@ export class TrainerResolver {
     @Ctx() ctx: GraphQLContext,
     @Info() info: GraphQLResolveInfo,
   ): Creature[] | Promise<Creature[]> {
-    return ctx.loaders.creaturePage(trainer.id, limit, offset, creatureFields(info));
+    const page = ctx.loaders.creaturePage(trainer.id, { limit, offset, fields: creatureFields(info) });
+    // Read ahead with a page of trainers: answered at once, without a promise per trainer.
+    return page instanceof Promise ? page.then(({ items }) => items) : page.items;
+  }
+
+  @FieldResolver(() => CreaturePage, {
+    description: "This trainer's creatures, oldest first (by id), from the start or after a cursor; limit 1..100.",
+  })
+  creaturePage(
+    @Root() trainer: Trainer,
+    @Args() { limit, after }: CursorPageArgs,
+    @Ctx() ctx: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
+  ): CreaturePage | Promise<CreaturePage> {
+    const items = onlyNestedField(info, 'items');
+    const fields = items ? creatureFieldsOf(selectedNames([items], info.fragments)) : CREATURE_FIELDS;
+    return ctx.loaders.creaturePage(trainer.id, { limit, after: after ?? undefined, fields });
   }
 }
 

@@ -39,9 +39,9 @@ export interface PageView<T> {
   totalCount: number;
   limit: number;
   offset: number;
-  /** Trainer pages: the cursor of the page that follows, or null. */
+  /** The cursor of the page that follows, or null (trainer pages, creature pages by cursor and REST creature pages). */
   nextCursor?: string | null;
-  /** REST trainer pages: the Link header, when there is one. */
+  /** REST pages: the Link header, when there is one. */
   link?: string;
 }
 export interface AuthView {
@@ -58,7 +58,7 @@ const asParam = (value: unknown): string => (typeof value === 'string' ? value :
 export interface PageQuery {
   limit?: unknown;
   offset?: unknown;
-  /** Trainer pages only. */
+  /** A cursor; for GraphQL creature lists, its presence (null to start) reads Trainer.creaturePage. */
   after?: unknown;
   filter?: { nickname?: string; nicknameContains?: string; team?: string };
 }
@@ -233,6 +233,21 @@ export function graphqlDriver(app: FastifyInstance): Driver {
       return outcome(res, 'creature', creatureOf);
     },
     async listCreatures(token, trainerId, query) {
+      if ('after' in query) {
+        // By cursor: Trainer.creaturePage (`after: null` starts at the first creature).
+        const { after, limit = 20 } = query;
+        const paged = await gql(
+          app,
+          `query($id: ID!, $limit: Int!, $after: String) { trainer(id: $id) { creaturesOwned creaturePage(limit: $limit, after: $after) { items { ${CREATURE_FIELDS} } nextCursor } } }`,
+          { id: trainerId, limit, after },
+          token,
+        );
+        return outcome(paged, 'trainer', (raw) => {
+          const trainer = parse(raw, { creaturePage: isRaw, creaturesOwned: isNumber }, "a GraphQL Trainer's creaturePage");
+          const page = parse(trainer.creaturePage, { items: isArray, nextCursor: orNull(isString) }, 'a GraphQL CreaturePage');
+          return { items: page.items.map(creatureOf), totalCount: trainer.creaturesOwned, limit: Number.NaN, offset: Number.NaN, nextCursor: page.nextCursor };
+        });
+      }
       const res = await gql(
         app,
         `query($id: ID!, $limit: Int! = 20, $offset: Int! = 0) { trainer(id: $id) { creaturesOwned creatures(limit: $limit, offset: $offset) { ${CREATURE_FIELDS} } } }`,
@@ -345,7 +360,7 @@ export function restDriver(app: FastifyInstance): Driver {
     const params = new URLSearchParams();
     if (query.limit !== undefined) params.set('limit', asParam(query.limit));
     if (query.offset !== undefined) params.set('offset', asParam(query.offset));
-    if (query.after !== undefined) params.set('after', asParam(query.after));
+    if (query.after !== undefined && query.after !== null) params.set('after', asParam(query.after));
     for (const [key, value] of Object.entries(query.filter ?? {})) if (value !== undefined) params.set(key, value);
     const text = params.toString();
     return text ? `?${text}` : '';
@@ -366,9 +381,9 @@ export function restDriver(app: FastifyInstance): Driver {
     getCreature: (token, trainerId, creatureId) =>
       call('GET', `/trainer/${seg(trainerId)}/creature/${seg(creatureId)}`, token, undefined, 200, creatureOfRest),
     listCreatures: (token, trainerId, query) =>
-      call('GET', `/trainer/${seg(trainerId)}/creature${qs(query)}`, token, undefined, 200, (raw) => {
+      call('GET', `/trainer/${seg(trainerId)}/creature${qs(query)}`, token, undefined, 200, (raw, headers) => {
         const page = parse(raw, PAGE_COMMON, 'a REST page of creatures');
-        return { ...page, items: page.items.map(creatureOfRest) };
+        return { ...page, items: page.items.map(creatureOfRest), ...(typeof headers.link === 'string' ? { link: headers.link } : {}) };
       }),
     deleteCreature: (token, trainerId, creatureId) =>
       call('DELETE', `/trainer/${seg(trainerId)}/creature/${seg(creatureId)}`, token, undefined, 204, () => null),
@@ -399,3 +414,9 @@ export const drivers = [graphqlDriver, restDriver];
 
 /** [name, driver factory] pairs, for `describe.each(namedDrivers)('through %s', ...)`. */
 export const namedDrivers = drivers.map((make) => [make.name.replace('Driver', ''), make] as const);
+
+/** The value of a successful outcome; a failed one fails the test, naming its status and code. */
+export function value<T>(result: Outcome<T>): T {
+  if (!result.ok) throw new Error(`expected success, got ${result.status} ${result.code}`);
+  return result.value;
+}

@@ -283,13 +283,17 @@ describe.each(databases)('npm run reconcile while instances serve, on %s', (kind
     const sqls: Sql[] = [];
     const before = await appConflicts(t);
     try {
-      // Several rounds, until enough registrations have run beside them.
-      for (let round = 0; round < 40 && (round < 6 || registered.length < 60); round += 1) {
+      // Several rounds, until enough registrations have run beside them. A short pause between rounds
+      // lets the writers in (back-to-back rounds on a loaded machine starved them on SQLite's one
+      // writer); the bound is time, not a round count, so a slow machine runs more rounds, not fewer writes.
+      const deadline = Date.now() + 60_000;
+      for (let round = 0; (round < 6 || registered.length < 60) && Date.now() < deadline; round += 1) {
         rounds.push(
           await runReconcile(t.config.database, { chunk: 100, queries: (sql) => (sqls.push(sql), new ReconcileQueries(sql)) }).catch(
             (error: unknown) => `reconcile: ${String(error)}`,
           ),
         );
+        await new Promise((resolve) => setTimeout(resolve, 20));
       }
     } finally {
       running = false;
@@ -319,7 +323,7 @@ describe.each(databases)('npm run reconcile while instances serve, on %s', (kind
       const found = value(await rest.listTrainers(me.token, { limit: 5, filter: { nicknameContains: nickname.slice(3) } }));
       expect([nickname, found.items.map((item) => item.id)]).toEqual([nickname, [id]]);
     }
-  });
+  }, 150_000);
   it('runs in a process of its own beside a stream of registrations (SQLite: another connection to the file): none fails, and everything is exact after', async () => {
     await importTrainers(t, unique('proc').toLowerCase(), 3000);
     const failures: string[] = [];
