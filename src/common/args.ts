@@ -10,14 +10,18 @@ export const MAX_LIMIT = 100;
 /** How an offset's bound reads in the API documents: the server's MAX_OFFSET, whose default they name. */
 export const OFFSET_RULE = `0 or more, at most the server's MAX_OFFSET (${DEFAULT_MAX_OFFSET} unless configured)`;
 
+/** A page's size: 1..MAX_LIMIT. */
 @ArgsType()
-export class PageArgs {
+class LimitArgs {
   @Field(() => Int, { defaultValue: DEFAULT_LIMIT })
   @IsInt({ message: 'must be an integer' })
   @Min(1, { message: `must be between 1 and ${MAX_LIMIT}` })
   @Max(MAX_LIMIT, { message: `must be between 1 and ${MAX_LIMIT}` })
   limit: number = DEFAULT_LIMIT;
+}
 
+@ArgsType()
+export class PageArgs extends LimitArgs {
   // The upper bound is the server's MAX_OFFSET, a setting: the services check it (checkOffset).
   @Field(() => Int, { defaultValue: 0, description: OFFSET_RULE })
   @IsInt({ message: 'must be an integer' })
@@ -30,13 +34,7 @@ export const MAX_CURSOR_LENGTH = 200;
 
 /** A page from the start or after a cursor (`after`, a nextCursor), without an offset. */
 @ArgsType()
-export class CursorPageArgs {
-  @Field(() => Int, { defaultValue: DEFAULT_LIMIT })
-  @IsInt({ message: 'must be an integer' })
-  @Min(1, { message: `must be between 1 and ${MAX_LIMIT}` })
-  @Max(MAX_LIMIT, { message: `must be between 1 and ${MAX_LIMIT}` })
-  limit: number = DEFAULT_LIMIT;
-
+export class CursorPageArgs extends LimitArgs {
   @Field(() => String, { nullable: true, description: 'A nextCursor from an earlier page: the page then holds what follows it.' })
   @IsOptional()
   @MaxLength(MAX_CURSOR_LENGTH, { message: 'is not a cursor this service gave' })

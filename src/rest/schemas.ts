@@ -87,46 +87,37 @@ const problemSchema = {
 
 export const sharedSchemas = [trainerSchema, creatureSchema, problemSchema];
 
-const pageOf = (ref: string, description: string) =>
+/** A page of `ref`s with its total (what `totalCount` counts) and the cursor of the page that follows. */
+const pageOf = (ref: string, description: string, counted: string, things: string) =>
   ({
     type: 'object',
     description,
-    required: ['items', 'totalCount', 'limit', 'offset'],
+    required: ['items', 'totalCount', 'limit', 'offset', 'nextCursor'],
     properties: {
       items: { type: 'array', items: { $ref: `${ref}#` } },
-      totalCount: { type: 'integer', minimum: 0 },
+      totalCount: { type: 'integer', minimum: 0, description: counted },
       limit: { type: 'integer' },
       offset: { type: 'integer' },
+      nextCursor: {
+        type: ['string', 'null'],
+        description: `Pass as \`after\` for the page that follows (also in the Link header, rel="next"); null when no ${things} follows`,
+      },
     },
     additionalProperties: false,
   }) as const;
 
-const basePage = pageOf('Trainer', 'One page of trainers, ordered by id ascending.');
-export const trainerPageSchema = {
-  ...basePage,
-  required: [...basePage.required, 'nextCursor'],
-  properties: {
-    ...basePage.properties,
-    totalCount: { type: 'integer', minimum: 0, description: 'How many trainers match the filter (all trainers without one)' },
-    nextCursor: {
-      type: ['string', 'null'],
-      description: 'Pass as `after` for the page that follows (also in the Link header, rel="next"); null when no trainer follows',
-    },
-  },
-} as const;
-const baseCreaturePage = pageOf('Creature', "One page of a trainer's creatures, oldest first.");
-export const creaturePageSchema = {
-  ...baseCreaturePage,
-  required: [...baseCreaturePage.required, 'nextCursor'],
-  properties: {
-    ...baseCreaturePage.properties,
-    totalCount: { type: 'integer', minimum: 0, description: 'How many creatures the trainer has' },
-    nextCursor: {
-      type: ['string', 'null'],
-      description: 'Pass as `after` for the page that follows (also in the Link header, rel="next"); null when no creature follows',
-    },
-  },
-} as const;
+export const trainerPageSchema = pageOf(
+  'Trainer',
+  'One page of trainers, ordered by id ascending.',
+  'How many trainers match the filter (all trainers without one)',
+  'trainer',
+);
+export const creaturePageSchema = pageOf(
+  'Creature',
+  "One page of a trainer's creatures, oldest first.",
+  'How many creatures the trainer has',
+  'creature',
+);
 
 const pageQuery = {
   type: 'object',
