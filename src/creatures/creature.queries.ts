@@ -1,4 +1,4 @@
-import { sqlDate, sqlInt, type BatchStatement, type Sql } from '../db/sql';
+import { placeholders, sqlDate, sqlInt, type BatchStatement, type Sql } from '../db/sql';
 import { eventSeqOf, nextEventSeqStatements } from '../trainers/event-seq.queries';
 import { Creature } from './creature.entity';
 
@@ -48,6 +48,12 @@ const COLUMN_OF = {
 export type CreatureField = keyof typeof COLUMN_OF;
 
 export const isCreatureField = (name: string): name is CreatureField => Object.hasOwn(COLUMN_OF, name);
+
+/**
+ * A trainer is ranked with others (ROW_NUMBER over all its creatures) while it has at most this
+ * many times the creatures its page walks; beyond, its page is read from its index range alone.
+ */
+const WINDOW_FACTOR = 4;
 
 /** Every readable property, sorted. */
 export const CREATURE_FIELDS: readonly CreatureField[] = (Object.keys(COLUMN_OF) as CreatureField[]).sort();
@@ -192,32 +198,55 @@ export class CreatureQueries {
 
   /**
    * One page of creatures (oldest first) for each trainer, in one statement whatever the number
-   * of trainers: for each, its `limit` creatures after id `afterId` past `offset`, read from its
-   * range of the (trainer_id, id) index and no further (a branch with its own LIMIT per trainer,
-   * joined by UNION ALL), so a trainer with 100,000 creatures costs what one with ten does.
-   * `fields` (with the id and trainer always read) leaves out the columns nobody asked for: a
-   * page of 1,000 creatures spent measurable CPU parsing dates and sizes it then threw away.
+   * of trainers: for each, its `limit` creatures after id `afterId`, past `offset`. What a trainer
+   * costs is bounded by what its page needs, not by how many creatures it has:
+   * - trainers whose `counts` say they have few creatures (at most WINDOW_FACTOR times the
+   *   creatures their page walks) are ranked together, by ROW_NUMBER over their creatures (the
+   *   cheapest way to answer many small trainers);
+   * - every other trainer (many creatures, or a count not known) is read from its range of the
+   *   (trainer_id, id) index with a LIMIT of its own, a branch each, joined by UNION ALL.
+   * A count that is out of date (a replica's) only changes which of the two reads a trainer: both
+   * give the same page. `fields` (with the id and trainer always read) leaves out the columns
+   * nobody asked for: a page of 1,000 creatures spent measurable CPU parsing dates and sizes it
+   * then threw away.
    */
   async pagesForTrainers(
     trainerIds: readonly number[],
     { limit, offset = 0, afterId = 0 }: { limit: number; offset?: number; afterId?: number },
     fields: readonly CreatureField[] = CREATURE_FIELDS,
-    { mayLag = false } = {},
+    { mayLag = false, counts }: { mayLag?: boolean; counts?: readonly (number | undefined)[] } = {},
   ): Promise<Creature[][]> {
     if (trainerIds.length === 0) return [];
-    const wanted = new Set<CreatureField>(['id', 'trainerId', ...fields]);
-    const columns = [...wanted].map((field) => (COLUMN_OF[field] === field ? field : `${COLUMN_OF[field]} AS ${field}`)).join(', ');
-    const branch = `SELECT ${columns} FROM creature WHERE trainer_id = ? AND id > ? ORDER BY id LIMIT ${Math.trunc(limit)} OFFSET ${Math.trunc(offset)}`;
-    // MySQL takes each branch with its ORDER BY and LIMIT in parentheses; SQLite only as a subquery.
-    const branches =
-      trainerIds.length === 1
-        ? branch
-        : this.sql.isMysql
-          ? trainerIds.map(() => `(${branch})`).join(' UNION ALL ')
-          : trainerIds.map(() => `SELECT * FROM (${branch})`).join(' UNION ALL ');
+    const wanted = [...new Set<CreatureField>(['id', 'trainerId', ...fields])];
+    const columns = wanted.map((field) => (COLUMN_OF[field] === field ? field : `${COLUMN_OF[field]} AS ${field}`)).join(', ');
+    const [first, last] = [Math.trunc(offset), Math.trunc(offset) + Math.trunc(limit)];
+    const ranked: number[] = [];
+    const ranged: number[] = [];
+    trainerIds.forEach((id, i) => {
+      const count = counts?.[i];
+      (count !== undefined && count <= WINDOW_FACTOR * last ? ranked : ranged).push(id);
+    });
+    const parts: { sql: string; params: unknown[] }[] = [];
+    if (ranked.length > 0) {
+      parts.push({
+        sql: `SELECT ${columns} FROM (SELECT ${wanted.map((field) => COLUMN_OF[field]).join(', ')}, ROW_NUMBER() OVER (PARTITION BY trainer_id ORDER BY id) AS rn FROM creature WHERE trainer_id IN (${placeholders(ranked.length)}) AND id > ?) ranked WHERE rn > ${first} AND rn <= ${last}`,
+        params: [...ranked, afterId],
+      });
+    }
+    for (const id of ranged) {
+      parts.push({
+        sql: `SELECT ${columns} FROM creature WHERE trainer_id = ? AND id > ? ORDER BY id LIMIT ${last - first} OFFSET ${first}`,
+        params: [id, afterId],
+      });
+    }
+    // MySQL takes each part with its ORDER BY and LIMIT in parentheses; SQLite only as a subquery.
+    const sql =
+      parts.length === 1
+        ? parts[0].sql
+        : parts.map((part) => (this.sql.isMysql ? `(${part.sql})` : `SELECT * FROM (${part.sql})`)).join(' UNION ALL ');
     const rows = await this.sql.rows<Partial<CreatureRow>>(
-      branches,
-      trainerIds.flatMap((id) => [id, afterId]),
+      sql,
+      parts.flatMap((part) => part.params),
       { mayLag },
     );
     const byTrainer = new Map<number, Creature[]>(trainerIds.map((id) => [id, []]));

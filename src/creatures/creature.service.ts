@@ -202,7 +202,14 @@ export class CreatureService {
     trainerIds: readonly number[],
     { limit, offset = 0, after }: CreaturePageArgs,
     fields?: readonly CreatureField[],
-    { mayLag = false } = {},
+    {
+      mayLag = false,
+      counts,
+    }: {
+      mayLag?: boolean;
+      /** The trainers' creature counts, where known (a page of trainers read them): they choose how each is read. */
+      counts?: readonly (number | undefined)[];
+    } = {},
   ): Promise<CreaturePage[]> {
     checkOffset(offset, this.maxOffset, 'creatures');
     if (after !== undefined && offset !== 0) {
@@ -210,7 +217,7 @@ export class CreatureService {
     }
     const afterId = after === undefined ? 0 : this.cursors.decode(after);
     // One more than the page: whether another follows is read, not guessed.
-    const pages = await this.queries.pagesForTrainers(trainerIds, { limit: limit + 1, offset, afterId }, fields, { mayLag });
+    const pages = await this.queries.pagesForTrainers(trainerIds, { limit: limit + 1, offset, afterId }, fields, { mayLag, counts });
     return pages.map((items) =>
       items.length > limit
         ? { items: items.slice(0, limit), nextCursor: this.cursors.encode(items[limit - 1].id) }

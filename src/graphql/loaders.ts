@@ -86,8 +86,10 @@ export class Loaders {
   ): Promise<TrainerPageResult> {
     // Creature pages beyond MAX_OFFSET are not read ahead: each `creatures` field reports its refusal.
     const ahead = creatures && this.services.creatures.allowsOffset(creatures.offset ?? 0) ? creatures : undefined;
-    const alongside = ahead && ((ids: readonly number[]) => this.readCreaturesAhead(ids, ahead));
-    const page = await this.services.trainers.page(limit, offset, { ...options, alongside });
+    const alongside = ahead && ((trainers: readonly Trainer[]) => this.readCreaturesAhead(trainers, ahead));
+    // The counts (a column of the page's rows) tell how each trainer's creatures are best read.
+    const withCounts = options.withCounts === true || ahead !== undefined;
+    const page = await this.services.trainers.page(limit, offset, { ...options, withCounts, alongside });
     // Trainers read whole serve Creature.trainer too; those read in part would answer it wrong.
     if (!page.partial) for (const trainer of page.items) this.trainers.prime(trainer.id, trainer);
     return page;
@@ -125,14 +127,19 @@ export class Loaders {
     return loader.load(trainerId);
   }
 
-  /** Reads the creature pages of `trainerIds` into readAhead, where creaturePage finds them. */
-  private async readCreaturesAhead(trainerIds: readonly number[], request: CreaturePageRequest): Promise<void> {
+  /** Reads the creature pages of a page's trainers into readAhead, where creaturePage finds them. */
+  private async readCreaturesAhead(trainers: readonly Trainer[], request: CreaturePageRequest): Promise<void> {
     // A list's creatures, like the list, may lag.
-    const pages = await this.services.creatures.pagesForTrainers(trainerIds, request, request.fields, { mayLag: true });
+    const pages = await this.services.creatures.pagesForTrainers(
+      trainers.map((trainer) => trainer.id),
+      request,
+      request.fields,
+      { mayLag: true, counts: trainers.map((trainer) => trainer.creaturesOwned) },
+    );
     const key = pageKey(request);
     let known = this.readAhead.get(key);
     if (!known) this.readAhead.set(key, (known = new Map<number, CreaturePage>()));
-    trainerIds.forEach((id, i) => known.set(id, pages[i]));
+    trainers.forEach((trainer, i) => known.set(trainer.id, pages[i]));
   }
 }
 

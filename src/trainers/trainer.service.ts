@@ -209,7 +209,7 @@ export class TrainerService {
     { withCounts = false, after, filter = {}, alongside, fields }: TrainerPageOptions = {},
   ): Promise<TrainerPageResult> {
     const { items, nextCursor } = await this.pageOf(limit, offset, after, filter, withCounts, fields);
-    await alongside?.(items.map((trainer) => trainer.id));
+    await alongside?.(items);
     let total: Promise<number> | undefined;
     return { items, limit, offset, nextCursor, total: () => (total ??= this.count(filter)), partial: fields !== undefined };
   }
@@ -341,7 +341,7 @@ export interface TrainerPageOptions {
    * A read about the page's trainers made once they are known (their creatures, when the query
    * asks for them), before the page is answered.
    */
-  readonly alongside?: (ids: readonly number[]) => Promise<unknown>;
+  readonly alongside?: (trainers: readonly Trainer[]) => Promise<unknown>;
   /** The properties the page's reader will use (the id always comes): the others may be left out. */
   readonly fields?: readonly TrainerField[];
 }

@@ -245,7 +245,13 @@ export function graphqlDriver(app: FastifyInstance): Driver {
         return outcome(paged, 'trainer', (raw) => {
           const trainer = parse(raw, { creaturePage: isRaw, creaturesOwned: isNumber }, "a GraphQL Trainer's creaturePage");
           const page = parse(trainer.creaturePage, { items: isArray, nextCursor: orNull(isString) }, 'a GraphQL CreaturePage');
-          return { items: page.items.map(creatureOf), totalCount: trainer.creaturesOwned, limit: Number.NaN, offset: Number.NaN, nextCursor: page.nextCursor };
+          return {
+            items: page.items.map(creatureOf),
+            totalCount: trainer.creaturesOwned,
+            limit: Number.NaN,
+            offset: Number.NaN,
+            nextCursor: page.nextCursor,
+          };
         });
       }
       const res = await gql(

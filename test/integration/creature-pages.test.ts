@@ -130,6 +130,29 @@ describe.each(databases)('creature pages by cursor on %s', (kind) => {
       after = page.nextCursor ?? null;
     }
     expect(seen).toEqual(heavyIds);
+
+    // A page of trainers reads its creatures with the trainers' counts at hand: the small ones
+    // ranked together, the big one from its own index range, in one statement; every page exact.
+    for (const [limit, offset] of [
+      [2, 0],
+      [2, 1],
+      [5, 3],
+      // Its page walks 11 of its 40 creatures: the big trainer is ranked with the others too.
+      [9, 1],
+    ]) {
+      const listed = await gql(
+        t.app,
+        `query($limit: Int!, $offset: Int!) { trainers(limit: 100) { items { id creatures(limit: $limit, offset: $offset) { id } } } }`,
+        { limit, offset },
+        me.token,
+      );
+      expect(listed.errors).toBeUndefined();
+      const items = (listed.data as { trainers: { items: { id: string; creatures: { id: string }[] }[] } }).trainers.items;
+      const creaturesOf = (id: string) => items.find((item) => item.id === id)!.creatures.map((c) => Number(c.id));
+      expect([limit, offset, creaturesOf(ids[0])]).toEqual([limit, offset, mine.slice(offset, offset + limit)]);
+      expect([limit, offset, creaturesOf(ids[2])]).toEqual([limit, offset, heavyIds.slice(offset, offset + limit)]);
+      expect(creaturesOf(ids[1])).toHaveLength(Math.max(0, Math.min(limit, 2 - offset)));
+    }
   });
 
   it('takes limit 1..100 only', async () => {
