@@ -18,7 +18,7 @@ import { renderEvents, runEvents } from './events';
 import { renderScale, runScale } from './scale';
 import { CursorCodec } from '../src/common/cursor';
 import { renderChart, renderMarkdown, renderTable, type CaseResult, type Report } from './report';
-import { BENCH_PASSWORD, seed } from './seed';
+import { BENCH_PASSWORD, HEAVY_TRAINER, seed } from './seed';
 
 const root = resolve(__dirname, '..');
 
@@ -27,6 +27,8 @@ const { values: args } = parseArgs({
     quick: { type: 'boolean', default: false },
     trainers: { type: 'string' },
     creatures: { type: 'string' },
+    // Creatures more for one trainer (HEAVY_TRAINER, on the page at offset 200): a page holding it costs what one without does.
+    heavy: { type: 'string' },
     duration: { type: 'string' },
     connections: { type: 'string' },
     rounds: { type: 'string' },
@@ -64,6 +66,7 @@ const quick = args.quick ?? false;
 const options = {
   trainers: Number(args.trainers ?? (quick ? 300 : 100_000)),
   creatures: Number(args.creatures ?? (quick ? 3000 : 1_000_000)),
+  heavy: Number(args.heavy ?? (quick ? 1000 : 100_000)),
   duration: Number(args.duration ?? (quick ? 1 : 10)),
   connections: Number(args.connections ?? (quick ? 10 : 50)),
   rounds: Number(args.rounds ?? (quick ? 1 : 2)),
@@ -72,6 +75,8 @@ const options = {
   out: resolve(args.out ?? join(root, 'bench', 'results')),
 };
 const JWT_SECRET = randomBytes(32).toString('hex');
+/** The heavy trainer's extra creatures, when the registry is big enough to hold it. */
+const heavyCreatures = () => (options.trainers >= HEAVY_TRAINER ? options.heavy : 0);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function log(message: string): void {
@@ -99,7 +104,7 @@ async function databaseUrl(): Promise<{ url: string; seeded: boolean }> {
         .query(`SELECT (SELECT COUNT(*) FROM \`${name}\`.trainer) AS t, (SELECT COUNT(*) FROM \`${name}\`.creature) AS c`)
         .catch(() => [[{ t: -1, c: -1 }]] as const);
       const counts = (rows as { t: number; c: number }[])[0];
-      if (Number(counts.t) === options.trainers && Number(counts.c) === options.creatures) return { url, seeded: true };
+      if (Number(counts.t) === options.trainers && Number(counts.c) === options.creatures + heavyCreatures()) return { url, seeded: true };
     }
     await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
     await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
@@ -240,8 +245,10 @@ async function prepareDatabase(): Promise<{ url: string; seedSeconds: number | n
     log('database already seeded at these sizes (use --reseed to start over)');
     return { url, seedSeconds: null };
   }
-  log(`seeding ${options.trainers} trainers and ${options.creatures} creatures into ${url.replace(/\/\/[^@]*@/, '//')}`);
-  const seedSeconds = (await seed(url, options.trainers, options.creatures)).seconds;
+  log(
+    `seeding ${options.trainers} trainers and ${options.creatures} creatures (+${heavyCreatures()} for trainer ${HEAVY_TRAINER}) into ${url.replace(/\/\/[^@]*@/, '//')}`,
+  );
+  const seedSeconds = (await seed(url, options.trainers, options.creatures, heavyCreatures())).seconds;
   log(`seeded in ${seedSeconds.toFixed(1)} s`);
   return { url, seedSeconds };
 }
@@ -250,6 +257,9 @@ const TRAINER = 'query Trainer($id: ID!) { trainer(id: $id) { id nickname firstN
 // The issue's nested page, as a frontend asks for it: the first page.
 const PAGE =
   'query Page($offset: Int!) { trainers(limit: 100, offset: $offset) { items { id creaturesOwned creatures(limit: 10) { id name } } } }';
+// A list as a frontend shows it: a page of trainers at a random offset, with the total.
+const LIST =
+  'query List($offset: Int!) { trainers(limit: 20, offset: $offset) { totalCount items { id nickname firstName lastName team creaturesOwned createdAt } } }';
 const DEEP = 'query Deep($offset: Int!) { trainers(limit: 20, offset: $offset) { items { id nickname } } }';
 const CURSOR = 'query Walk($after: String) { trainers(limit: 20, after: $after) { items { id nickname } nextCursor } }';
 const CONTAINS = 'query Search($q: String!) { trainers(limit: 20, filter: { nicknameContains: $q }) { totalCount items { id nickname } } }';
@@ -415,7 +425,7 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
     .then((body) => body.data.trainers.nextCursor);
 
   // A fast wrong page would not count: the service's nested page must equal the hand-written one.
-  for (const offset of [0, Math.floor(deepest / 2), deepest]) {
+  for (const offset of [0, 200, Math.floor(deepest / 2), deepest]) {
     const [service, baseline] = await Promise.all([
       fetch(`${serviceBase}/graphql`, { method: 'POST', headers: auth, body: gqlBody(PAGE, { offset }) }).then(async (r) =>
         (await r.text()).trimEnd(),
@@ -476,6 +486,18 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
       name: 'GraphQL trainers page 100 × creatures 10',
       target: 'service',
       requests: [graphql(PAGE, () => ({ offset: 0 }))],
+    },
+    // The same page further on, with and without the trainer of many creatures on it.
+    ...(heavyCreatures() > 0
+      ? [
+          { name: HEAVY_PAGE_CASE, target: 'service' as const, requests: [graphql(PAGE, () => ({ offset: 200 }))] },
+          { name: LIGHT_PAGE_CASE, target: 'service' as const, requests: [graphql(PAGE, () => ({ offset: 300 }))] },
+        ]
+      : []),
+    {
+      name: 'GraphQL trainers (list)',
+      target: 'service',
+      requests: [graphql(LIST, () => ({ offset: Math.floor(Math.random() * deepest) }))],
     },
     { name: 'GraphQL deep paging (offset MAX_OFFSET-20)', target: 'service', requests: [graphql(DEEP, () => ({ offset: deepest }))] },
     // At 50 connections every p50 is mostly queueing (about 50 / throughput, even for the
@@ -542,6 +564,8 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
 const TRAINER_CASE = 'GraphQL trainer(id)';
 const TRACED_CASE = 'GraphQL trainer(id), tracing on';
 const PAGE_BASELINE_CASE = 'baseline nested page 100 × 10 (hand-written)';
+const HEAVY_PAGE_CASE = 'GraphQL trainers page 100 × creatures 10 at offset 200 (a trainer of many creatures on it)';
+const LIGHT_PAGE_CASE = 'GraphQL trainers page 100 × creatures 10 at offset 300';
 const STORM_CASE = 'GraphQL trainer(id) during 20 concurrent logins';
 const wanted = (name: string) => !args.only || name.includes(args.only);
 

@@ -9,6 +9,8 @@ import { runMigrations } from '../src/db/migrate';
 import { reconcileDatabase } from '../src/trainers/reconcile';
 
 export const BENCH_PASSWORD = 'bench-password';
+/** The trainer that gets the extra creatures of `heavy`: on the page at offset 200 of 100, not on the first. */
+export const HEAVY_TRAINER = 250;
 const TEAMS = ['VALOR', 'INSTINCT', 'MYSTIC'];
 const BATCH = 5000;
 
@@ -29,8 +31,11 @@ export interface SeedResult {
   seconds: number;
 }
 
-/** Creates the schema (migrations) and fills it; the database must be empty. */
-export async function seed(databaseUrl: string, trainers: number, creatures: number): Promise<SeedResult> {
+/**
+ * Creates the schema (migrations) and fills it; the database must be empty. HEAVY_TRAINER gets
+ * `heavy` creatures more than the others (when there is such a trainer).
+ */
+export async function seed(databaseUrl: string, trainers: number, creatures: number, heavy = 0): Promise<SeedResult> {
   const started = Date.now();
   const dataSource = createDataSource(loadDatabaseConfig({ DATABASE_URL: databaseUrl }));
   await dataSource.initialize();
@@ -43,7 +48,7 @@ export async function seed(databaseUrl: string, trainers: number, creatures: num
   const extra = creatures - perTrainer * trainers;
   const creatureRows = function* () {
     for (let t = 1; t <= trainers; t += 1) {
-      const count = perTrainer + (t <= extra ? 1 : 0);
+      const count = perTrainer + (t <= extra ? 1 : 0) + (t === HEAVY_TRAINER ? heavy : 0);
       for (let c = 0; c < count; c += 1) yield [`Creature ${c}`, `creature ${c}`, ((t * 31 + c * 7) % 1000) + 1, (c % 100) + 1, t, now];
     }
   };
