@@ -45,6 +45,21 @@ export class CursorCodec {
     return `${payload}.${this.sign(payload).toString('base64url')}`;
   }
 
+  /**
+   * A page that another follows, with the cursor of its last item, signed when it is first read
+   * (a `creatures` field of a page of 100 trainers never reads the cursors of their 100 pages).
+   */
+  followed<T extends { readonly id: number }>(items: T[]): { items: T[]; readonly nextCursor: string } {
+    let cursor: string | undefined;
+    const encode = () => this.encode(items[items.length - 1].id);
+    return {
+      items,
+      get nextCursor() {
+        return (cursor ??= encode());
+      },
+    };
+  }
+
   /** The id in a cursor this service made; BAD_USER_INPUT for anything else. */
   decode(cursor: string, field = 'after'): number {
     const [payload, signature, extra] = cursor.split('.');

@@ -218,11 +218,7 @@ export class CreatureService {
     const afterId = after === undefined ? 0 : this.cursors.decode(after);
     // One more than the page: whether another follows is read, not guessed.
     const pages = await this.queries.pagesForTrainers(trainerIds, { limit: limit + 1, offset, afterId }, fields, { mayLag, counts });
-    return pages.map((items) =>
-      items.length > limit
-        ? { items: items.slice(0, limit), nextCursor: this.cursors.encode(items[limit - 1].id) }
-        : { items, nextCursor: null },
-    );
+    return pages.map((items) => (items.length > limit ? this.cursors.followed(items.slice(0, limit)) : { items, nextCursor: null }));
   }
 }
 

@@ -208,10 +208,20 @@ export class TrainerService {
     offset: number,
     { withCounts = false, after, filter = {}, alongside, fields }: TrainerPageOptions = {},
   ): Promise<TrainerPageResult> {
-    const { items, nextCursor } = await this.pageOf(limit, offset, after, filter, withCounts, fields);
-    await alongside?.(items);
+    const page = await this.pageOf(limit, offset, after, filter, withCounts, fields);
+    await alongside?.(page.items);
     let total: Promise<number> | undefined;
-    return { items, limit, offset, nextCursor, total: () => (total ??= this.count(filter)), partial: fields !== undefined };
+    // The cursor is signed only if the query reads it (see CursorCodec.followed).
+    return {
+      items: page.items,
+      limit,
+      offset,
+      get nextCursor() {
+        return page.nextCursor;
+      },
+      total: () => (total ??= this.count(filter)),
+      partial: fields !== undefined,
+    };
   }
 
   /**
@@ -254,9 +264,7 @@ export class TrainerService {
     const rows =
       (await this.listPage(filter, afterId, offset, limit + 1, withCounts, fields)) ??
       (await this.queries.page(filter, afterId, offset, limit + 1, withCounts, fields, { mayLag: true }));
-    const items = rows.slice(0, limit);
-    const nextCursor = rows.length > limit ? this.cursors.encode(items[items.length - 1].id) : null;
-    return { items, nextCursor };
+    return rows.length > limit ? this.cursors.followed(rows.slice(0, limit)) : { items: rows, nextCursor: null };
   }
 
   /**

@@ -51,4 +51,14 @@ describe('CursorCodec', () => {
       expect((error as AppError).code).toBe('BAD_USER_INPUT');
     }
   });
+
+  it('signs the cursor of a followed page when it is first read, once, for its last item', () => {
+    const encode = jest.spyOn(codec, 'encode');
+    const page = codec.followed([{ id: 7 }, { id: 9 }]);
+    expect(encode).not.toHaveBeenCalled();
+    const cursor = page.nextCursor;
+    expect([codec.decode(cursor), page.nextCursor]).toEqual([9, cursor]);
+    expect(encode).toHaveBeenCalledTimes(1);
+    encode.mockRestore();
+  });
 });
