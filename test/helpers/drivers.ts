@@ -421,8 +421,8 @@ export const drivers = [graphqlDriver, restDriver];
 /** [name, driver factory] pairs, for `describe.each(namedDrivers)('through %s', ...)`. */
 export const namedDrivers = drivers.map((make) => [make.name.replace('Driver', ''), make] as const);
 
-/** The value of a successful outcome; a failed one fails the test, naming its status and code. */
+/** The value of a successful outcome; a failed one fails the test, naming its status, code and fields. */
 export function value<T>(result: Outcome<T>): T {
-  if (!result.ok) throw new Error(`expected success, got ${result.status} ${result.code}`);
+  if (!result.ok) throw new Error(`expected success, got ${result.status} ${result.code} ${JSON.stringify(result.fields ?? '')}`);
   return result.value;
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app';
 import { createTestDatabase, databases, runReconcile, testConfig } from '../helpers/app';
-import { graphqlDriver, restDriver, type Driver, type Outcome } from '../helpers/drivers';
+import { value, graphqlDriver, restDriver, type Driver } from '../helpers/drivers';
 import { createTrainer, unique, type TrainerFixture } from '../helpers/factories';
 
 /*
@@ -9,11 +9,6 @@ import { createTrainer, unique, type TrainerFixture } from '../helpers/factories
  * create and delete, and recounted from the creature rows by `npm run reconcile` (for rows
  * changed by plain SQL). Whatever path a count is read by, it must equal the rows.
  */
-
-function value<T>(result: Outcome<T>): T {
-  if (!result.ok) throw new Error(`expected success, got ${result.code}`);
-  return result.value;
-}
 
 describe.each(databases)('creaturesOwned on %s', (kind) => {
   let database: { url: string; drop(): Promise<void> };

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { databases, runReconcile, startTestInstances } from '../helpers/app';
-import { graphqlDriver, restDriver, type Outcome } from '../helpers/drivers';
+import { value, graphqlDriver, restDriver } from '../helpers/drivers';
 import { createTrainer, unique, type TrainerFixture } from '../helpers/factories';
 
 /*
@@ -8,11 +8,6 @@ import { createTrainer, unique, type TrainerFixture } from '../helpers/factories
  * each write keeps beside the trainer (trainer_count, trainer_nickname_suffix): exact at once after
  * writes through any instance, and, for rows changed by plain SQL, after `npm run reconcile`.
  */
-
-function value<T>(result: Outcome<T>): T {
-  if (!result.ok) throw new Error(`expected success, got ${result.code}`);
-  return result.value;
-}
 
 describe.each(databases)('trainer lists across instances on %s', (kind) => {
   let instances: { apps: FastifyInstance[]; url: string; close(): Promise<void> };

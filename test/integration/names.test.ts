@@ -10,7 +10,7 @@ import { frozenNameKey, NameKeysWithoutSelectors1796100000000 } from '../../src/
 import { ERROR_STATUS, type ErrorCode } from '../../src/errors';
 import { Trainer } from '../../src/trainers/trainer.entity';
 import { createTestDatabase, databases, startTestApp, type TestApp } from '../helpers/app';
-import { namedDrivers, type Driver, type Outcome } from '../helpers/drivers';
+import { value, namedDrivers, type Driver, type Outcome } from '../helpers/drivers';
 import { createTrainer, unique, type TrainerFixture } from '../helpers/factories';
 import { gql } from '../helpers/graphql';
 
@@ -27,11 +27,6 @@ function expectFailure<T>(driver: Driver, result: Outcome<T>, code: string, fiel
   if (result.ok) return;
   if (driver.name === 'rest') expect(result.status).toBe(ERROR_STATUS[code as ErrorCode]);
   expect(result.fields?.map((f) => f.field)).toContain(field);
-}
-
-function value<T>(result: Outcome<T>): T {
-  if (!result.ok) throw new Error(`expected success, got ${result.code} ${JSON.stringify(result.fields ?? '')}`);
-  return result.value;
 }
 
 /** Names that looked like another (or like nothing) and were accepted, named for the test titles. */

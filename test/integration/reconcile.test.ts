@@ -4,7 +4,7 @@ import { createConnection } from 'mysql2/promise';
 import { createDataSource } from '../../src/db/data-source';
 import { databases, runReconcile, startTestApp, type TestApp } from '../helpers/app';
 import { gql } from '../helpers/graphql';
-import { graphqlDriver, restDriver, type Outcome } from '../helpers/drivers';
+import { value, graphqlDriver, restDriver } from '../helpers/drivers';
 import { createCreature, createTrainer, TEST_PASSWORD, unique, type TrainerFixture } from '../helpers/factories';
 import { ReconcileQueries, TrainerQueries } from '../../src/trainers/trainer.queries';
 import { Sql } from '../../src/db/sql';
@@ -16,11 +16,6 @@ import { Team } from '../../src/trainers/team';
  * ran, writes never fail because it runs (a lock conflict is retried, never a 500), and once it
  * has finished every count and search suffix matches the rows.
  */
-
-function value<T>(result: Outcome<T>): T {
-  if (!result.ok) throw new Error(`expected success, got ${result.status} ${result.code}`);
-  return result.value;
-}
 
 const COUNT_BUCKET = 65536;
 const root = join(__dirname, '..', '..');

@@ -4,7 +4,7 @@ import { Team } from '../../src/trainers/team';
 import { Trainer } from '../../src/trainers/trainer.entity';
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 
-import { namedDrivers, type Driver, type Outcome, type TrainerView } from '../helpers/drivers';
+import { value, namedDrivers, type Driver, type Outcome, type TrainerView } from '../helpers/drivers';
 import jwt from 'jsonwebtoken';
 import { MAX_SESSIONS_PER_TRAINER } from '../../src/auth/session.service';
 import {
@@ -30,11 +30,6 @@ function expectFailure<T>(driver: Driver, result: Outcome<T>, code: string, fiel
   expect(result).toMatchObject({ ok: false, code });
   if (driver.name === 'rest' && !result.ok) expect(result.status).toBe(ERROR_STATUS[code as ErrorCode]);
   if (field && !result.ok) expect(result.fields?.map((f) => f.field)).toContain(field);
-}
-
-function value<T>(result: Outcome<T>): T {
-  if (!result.ok) throw new Error(`expected success, got ${result.code} ${JSON.stringify(result.fields ?? '')}`);
-  return result.value;
 }
 
 const registration = (overrides: Record<string, unknown> = {}) => {
