@@ -99,9 +99,17 @@ function checkTargets(report: Report): TargetCheck[] {
   const graphqlList = row('GraphQL trainers (list)');
   const first = row('GraphQL first page, 1 connection');
   const end = row('GraphQL cursor page at the end, 1 connection');
+  const federated = row('GraphQL trainer(id), FEDERATION=true');
   const ratioOf = (a: Summary | undefined, b: Summary | undefined) => (a && b ? a.requestsPerSecond / b.requestsPerSecond : undefined);
   return [
     check('GraphQL trainer(id) ≥ 0.9× baseline', idle?.ratio, (v) => v >= 0.9, ratio),
+    // Unchanged within the noise of one run: the same instance, once a Federation subgraph.
+    check(
+      'GraphQL trainer(id) with FEDERATION=true ≥ 0.9× the same without',
+      ratioOf(federated, idle),
+      (v) => v >= 0.9,
+      (v) => `${ratio(v)} (${fmt(federated?.requestsPerSecond ?? NaN)} vs ${fmt(idle?.requestsPerSecond ?? NaN)} req/s)`,
+    ),
     check('REST GET /trainer/:id ≥ 2× baseline', byId?.ratio, (v) => v >= 2, ratio),
     check(
       'nested page 100 × 10 ≥ 1.0× the hand-written page',

@@ -201,9 +201,10 @@ interface CaseSpec {
   /**
    * `traced`: a second instance of the service, the same but with tracing on (OTLP to a local
    * sink); `replicated`: a third, with one read replica (MySQL runs only); `compared`: a fourth,
-   * the same as the first but on `--compare-node`.
+   * the same as the first but on `--compare-node`; `federated`: a fifth, the same as the first
+   * but a Federation subgraph (FEDERATION=true).
    */
-  target: 'service' | 'baseline' | 'traced' | 'replicated' | 'compared';
+  target: 'service' | 'baseline' | 'traced' | 'replicated' | 'compared' | 'federated';
   requests: AutocannonRequest[];
   /** Fewer connections than the rest: a latency case (the time one request takes, without queueing). */
   connections?: number;
@@ -296,6 +297,9 @@ interface Servers {
   /** The service on `--compare-node`. */
   readonly compared: ChildProcess | undefined;
   readonly comparedBase: string;
+  /** The service as a Federation subgraph (FEDERATION=true). */
+  readonly federated: ChildProcess;
+  readonly federatedBase: string;
   readonly sink: Server;
   /** Starts the service again, as `npm start` would (for the soak runs on a fresh process). */
   restartService(): Promise<void>;
@@ -345,6 +349,7 @@ async function startServers(url: string, trusted: boolean): Promise<Servers> {
   const tracedPort = servicePort + 2000;
   const replicatedPort = servicePort + 3000;
   const comparedPort = servicePort + 4000;
+  const federatedPort = servicePort + 5000;
   const replicaUrl = args['replica-url'] ?? process.env.BENCH_REPLICA_URL ?? url;
   const servers: Servers = {
     service: start(entry, serviceEnv, 'service'),
@@ -365,6 +370,17 @@ async function startServers(url: string, trusted: boolean): Promise<Servers> {
     replicatedBase: `http://127.0.0.1:${replicatedPort}`,
     compared: compareNode ? start(entry, { ...serviceEnv, PORT: String(comparedPort) }, 'compared', compareNode) : undefined,
     comparedBase: `http://127.0.0.1:${comparedPort}`,
+    federated: start(
+      entry,
+      {
+        ...serviceEnv,
+        PORT: String(federatedPort),
+        FEDERATION: 'true',
+        ...(trusted ? { FEDERATION_ROUTER_SECRET: randomBytes(32).toString('hex') } : {}),
+      },
+      'federated',
+    ),
+    federatedBase: `http://127.0.0.1:${federatedPort}`,
     sink,
     baseline: start(
       ['-r', 'ts-node/register/transpile-only', 'bench/baseline.ts'],
@@ -385,6 +401,7 @@ async function startServers(url: string, trusted: boolean): Promise<Servers> {
   await waitFor(`${servers.tracedBase}/readyz`, servers.traced);
   if (servers.replicated) await waitFor(`${servers.replicatedBase}/readyz`, servers.replicated);
   if (servers.compared) await waitFor(`${servers.comparedBase}/readyz`, servers.compared);
+  await waitFor(`${servers.federatedBase}/readyz`, servers.federated);
   await waitFor(`${servers.baselineBase}/stats`, servers.baseline);
   return servers;
 }
@@ -461,6 +478,8 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
     },
     // The same requests to the instance with tracing on: what a span per request, operation and SQL statement costs.
     { name: TRACED_CASE, target: 'traced', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
+    // The same requests to the instance that is a Federation subgraph: being one costs a client nothing.
+    { name: FEDERATED_CASE, target: 'federated', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
     { name: 'REST GET /trainer/:id', target: 'service', requests: [get(() => `/trainer/${randomId()}`)] },
     {
       name: 'REST GET /trainer (list)',
@@ -563,6 +582,7 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
 
 const TRAINER_CASE = 'GraphQL trainer(id)';
 const TRACED_CASE = 'GraphQL trainer(id), tracing on';
+const FEDERATED_CASE = 'GraphQL trainer(id), FEDERATION=true';
 const PAGE_BASELINE_CASE = 'baseline nested page 100 × 10 (hand-written)';
 const HEAVY_PAGE_CASE = 'GraphQL trainers page 100 × creatures 10 at offset 200 (a trainer of many creatures on it)';
 const LIGHT_PAGE_CASE = 'GraphQL trainers page 100 × creatures 10 at offset 300';
@@ -576,6 +596,7 @@ async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResul
     traced: servers.tracedBase,
     replicated: servers.replicatedBase,
     compared: servers.comparedBase,
+    federated: servers.federatedBase,
     baseline: servers.baselineBase,
   } as const;
   const baseOf = (spec: CaseSpec) => bases[spec.target];
@@ -866,6 +887,7 @@ async function main(): Promise<void> {
     servers.traced.kill('SIGTERM');
     servers.replicated?.kill('SIGTERM');
     servers.compared?.kill('SIGTERM');
+    servers.federated.kill('SIGTERM');
     servers.baseline.kill('SIGTERM');
     servers.sink.close();
   }

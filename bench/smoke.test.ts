@@ -26,6 +26,7 @@ const TARGETS: {
   signed?: true;
 }[] = [
   { target: 'GraphQL trainer(id) ≥ 0.9× baseline', compare: '>=', threshold: 0.9, quick: 'measured' },
+  { target: 'GraphQL trainer(id) with FEDERATION=true ≥ 0.9× the same without', compare: '>=', threshold: 0.9, quick: 'measured' },
   { target: 'REST GET /trainer/:id ≥ 2× baseline', compare: '>=', threshold: 2, quick: 'measured' },
   { target: 'nested page 100 × 10 ≥ 1.0× the hand-written page', compare: '>=', threshold: 1, quick: 'measured' },
   {
@@ -90,6 +91,7 @@ describe('npm run bench -- --quick', () => {
       'GraphQL trainer(id)',
       'GraphQL trainer(id) by documentId',
       'GraphQL trainer(id), tracing on',
+      'GraphQL trainer(id), FEDERATION=true',
       'REST GET /trainer/:id',
       'REST GET /trainer (list)',
       'baseline nested page 100 × 10 (hand-written)',

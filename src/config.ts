@@ -57,6 +57,13 @@ export interface Config {
   readonly replicaMaxLagMs: number;
   /** OpenTelemetry traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT set; telemetry/start.ts runs the SDK). */
   readonly tracing: boolean;
+  /** FEDERATION: the GraphQL schema is an Apollo Federation 2 subgraph (`_service`, `_entities`). */
+  readonly federation: boolean;
+  /**
+   * FEDERATION_ROUTER_SECRET: a request that carries it in `router-secret` comes from the
+   * operators' router, whose planned documents run beside the TRUSTED_DOCUMENTS manifest's.
+   */
+  readonly routerSecret: string | undefined;
 }
 
 export interface TrustedDocumentsManifest {
@@ -212,6 +219,8 @@ const envSchema = z.object({
     .regex(/^(true|false|\d+|[0-9a-fA-F.:/, ]+)$/, 'must be true, false, a hop count or a list of proxy addresses')
     .optional(),
   TRUSTED_DOCUMENTS: z.string().optional(),
+  FEDERATION: flag.default(false),
+  FEDERATION_ROUTER_SECRET: z.string().optional(),
 });
 
 type Env = Record<string, string | undefined>;
@@ -332,6 +341,16 @@ export function loadConfig(env: Env = process.env): Config {
     jwtSecret = developmentSecret(dataDir);
   }
 
+  const routerSecret = e.FEDERATION_ROUTER_SECRET;
+  if (routerSecret !== undefined && Buffer.byteLength(routerSecret) < MIN_SECRET_BYTES) {
+    throw new ConfigError(`Invalid configuration: FEDERATION_ROUTER_SECRET must be at least ${MIN_SECRET_BYTES} bytes`);
+  }
+  if (e.FEDERATION && e.TRUSTED_DOCUMENTS !== undefined && routerSecret === undefined) {
+    throw new ConfigError(
+      `Invalid configuration: FEDERATION_ROUTER_SECRET is required (at least ${MIN_SECRET_BYTES} bytes) when FEDERATION and TRUSTED_DOCUMENTS are both set: the router sends it with the documents it plans`,
+    );
+  }
+
   return Object.freeze({
     port: e.PORT,
     host: e.HOST,
@@ -364,5 +383,7 @@ export function loadConfig(env: Env = process.env): Config {
     replicaUrls: Object.freeze(e.DATABASE_REPLICA_URLS.map((url) => url.replace(/^mariadb:/, 'mysql:'))),
     replicaMaxLagMs: e.REPLICA_MAX_LAG,
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined,
+    federation: e.FEDERATION,
+    routerSecret,
   });
 }

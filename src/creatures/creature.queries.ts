@@ -58,6 +58,9 @@ const WINDOW_FACTOR = 4;
 /** Every readable property, sorted. */
 export const CREATURE_FIELDS: readonly CreatureField[] = (Object.keys(COLUMN_OF) as CreatureField[]).sort();
 
+/** A creature shows only while its trainer exists (see CreatureQueries.byId). */
+const OWNED = 'EXISTS (SELECT 1 FROM trainer t WHERE t.id = c.trainer_id)';
+
 /** A creature with the properties its row holds (all of them, or those a page asked for). */
 function toCreature(row: Partial<CreatureRow>): Creature {
   const creature = new Creature();
@@ -132,19 +135,35 @@ export class CreatureQueries {
    * leftCreatures) and must not show meanwhile (one more lookup, of the trainer's primary key).
    */
   async byId(id: number, trainerId?: number, { mayLag = false } = {}): Promise<Creature | null> {
-    const owned = 'EXISTS (SELECT 1 FROM trainer t WHERE t.id = c.trainer_id)';
     const [row] =
       trainerId === undefined
-        ? await this.sql.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature c WHERE c.id = ? AND ${owned}`, [id], {
+        ? await this.sql.rows<CreatureRow>(`SELECT ${COLUMNS} FROM creature c WHERE c.id = ? AND ${OWNED}`, [id], {
             prepared: true,
             mayLag,
           })
         : await this.sql.rows<CreatureRow>(
-            `SELECT ${COLUMNS} FROM creature c WHERE c.id = ? AND c.trainer_id = ? AND ${owned}`,
+            `SELECT ${COLUMNS} FROM creature c WHERE c.id = ? AND c.trainer_id = ? AND ${OWNED}`,
             [id, trainerId],
-            { prepared: true, mayLag },
+            {
+              prepared: true,
+              mayLag,
+            },
           );
     return row ? toCreature(row) : null;
+  }
+
+  /** Creatures by id, those that exist (as `byId` sees them), in no particular order: one statement. */
+  async byIds(ids: readonly number[], { mayLag = false } = {}): Promise<Creature[]> {
+    // One id (creature(id)) reads as `byId`, prepared; a list takes a statement text per length.
+    if (ids.length === 1) return [await this.byId(ids[0], undefined, { mayLag })].filter((creature) => creature !== null);
+    const rows = await this.sql.rows<CreatureRow>(
+      `SELECT ${COLUMNS} FROM creature c WHERE c.id IN (${placeholders(ids.length)}) AND ${OWNED}`,
+      ids,
+      {
+        mayLag,
+      },
+    );
+    return rows.map(toCreature);
   }
 
   /**

@@ -10,10 +10,11 @@ import { CreateCreatureArgs, UpdateCreatureArgs } from './creature.inputs';
 
 @Resolver(() => Creature)
 export class CreatureResolver {
-  @Authorized()
+  // Not @Authorized(), which would read the caller before this read starts: the caller is
+  // checked alongside, like trainer(id) (RequestAuth.alongside).
   @Query(() => Creature, { nullable: true, description: 'A creature by id, or null when there is none.' })
   creature(@Args() { id }: IdArgs, @Ctx() ctx: GraphQLContext): Promise<Creature | null> {
-    return ctx.services.creatures.findById(parseId(id)!, ctx.auth.tokenId());
+    return ctx.loaders.creatureById(parseId(id)!);
   }
 
   @Authorized()

@@ -78,15 +78,19 @@ export class CreatureService {
   }
 
   /**
-   * A creature by id, or null. With `viewerId` (the caller) it is first read where reads may lag
-   * (a read replica, when there is one): a creature of another trainer is answered from there,
-   * while one that is missing or the caller's own is read again from the primary, so the caller
-   * never misses its own new creature or its own changes.
+   * Creatures by id (null where there is none), in one statement. With replicas, another
+   * trainer's creature than `viewerId`'s may be read where reads may lag; the caller's own, and
+   * those the replica does not show, are read again from the primary.
    */
-  async findById(id: number, viewerId?: number): Promise<Creature | null> {
-    if (viewerId === undefined || !this.trainers.hasReplicas) return this.queries.byId(id);
-    const seen = await this.queries.byId(id, undefined, { mayLag: true });
-    return seen && seen.trainerId !== viewerId ? seen : this.queries.byId(id);
+  async findByIds(ids: readonly number[], viewerId?: number): Promise<(Creature | null)[]> {
+    const mayLag = viewerId !== undefined && this.trainers.hasReplicas;
+    const found = new Map((await this.queries.byIds(ids, { mayLag })).map((creature) => [creature.id, creature]));
+    const again = mayLag ? ids.filter((id) => found.get(id)?.trainerId === viewerId || !found.has(id)) : [];
+    if (again.length > 0) {
+      for (const id of again) found.delete(id);
+      for (const creature of await this.queries.byIds(again)) found.set(creature.id, creature);
+    }
+    return ids.map((id) => found.get(id) ?? null);
   }
 
   /**

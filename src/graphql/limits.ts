@@ -112,9 +112,12 @@ const SEARCH_COST = 250;
 
 /**
  * A list field costs its `limit` times what one item costs, plus SEARCH_COST when it searches
- * nicknames; every other field costs 1 plus its children.
+ * nicknames; a subgraph's `_entities` (FEDERATION=true) costs as many items as it is sent
+ * representations; every other field costs 1 plus its children.
  */
 const listLimitEstimator: ComplexityEstimator = ({ args, childComplexity }) => {
+  const representations: unknown = args.representations;
+  if (Array.isArray(representations)) return representations.length * (1 + childComplexity);
   const limit: unknown = args.limit;
   if (typeof limit !== 'number') return undefined;
   const filter: unknown = args.filter;
@@ -124,32 +127,36 @@ const listLimitEstimator: ComplexityEstimator = ({ args, childComplexity }) => {
 };
 
 /**
- * The variables a document's cost can depend on: those in `limit` and `filter` arguments (a
- * search costs more) and in directives (@skip/@include). Every other variable (an id, an input)
- * leaves the cost unchanged.
+ * The variables a document's cost can depend on: by value, those in `limit` and `filter`
+ * arguments (a search costs more) and in directives (@skip/@include); by length, those in
+ * `representations` (`_entities`). Every other variable (an id, an input) leaves the cost unchanged.
  */
-function costVariables(document: DocumentNode): string[] {
+function costVariables(document: DocumentNode): Pick<CostCache, 'variables' | 'lengths'> {
   const names = new Set<string>();
-  const collect = (node: Parameters<typeof visit>[0]) =>
+  const lengths = new Set<string>();
+  const collect = (node: Parameters<typeof visit>[0], into: Set<string>) =>
     visit(node, {
       Variable(variable) {
-        names.add(variable.name.value);
+        into.add(variable.name.value);
       },
     });
   visit(document, {
     Argument(argument) {
-      if (argument.name.value === 'limit' || argument.name.value === 'filter') collect(argument.value);
+      if (argument.name.value === 'limit' || argument.name.value === 'filter') collect(argument.value, names);
+      if (argument.name.value === 'representations') collect(argument.value, lengths);
     },
     Directive(directive) {
-      for (const argument of directive.arguments ?? []) collect(argument.value);
+      for (const argument of directive.arguments ?? []) collect(argument.value, names);
     },
   });
-  return [...names];
+  return { variables: [...names], lengths: [...lengths] };
 }
 
 /** Per parsed document (Apollo keeps one per query text): its cost variables and the costs measured. */
 interface CostCache {
   readonly variables: string[];
+  /** Variables whose length, not value, the cost depends on. */
+  readonly lengths: string[];
   readonly costs: Map<string, number>;
 }
 const MAX_COSTS_PER_DOCUMENT = 100;
@@ -188,10 +195,13 @@ export function costChecker(
   return (document, operation, operationName, given) => {
     let cache = caches.get(document);
     if (!cache) {
-      cache = { variables: costVariables(document), costs: new Map() };
+      cache = { ...costVariables(document), costs: new Map() };
       caches.set(document, cache);
     }
-    const key = `${operationName ?? ''}|${cache.variables.map((name) => (name in given ? JSON.stringify(given[name]) : '~')).join(',')}`;
+    const lengthOf = (value: unknown) => (Array.isArray(value) ? value.length : '~');
+    const key =
+      `${operationName ?? ''}|${cache.variables.map((name) => (name in given ? JSON.stringify(given[name]) : '~')).join(',')}` +
+      `|${cache.lengths.map((name) => lengthOf(given[name])).join(',')}`;
     let cost = cache.costs.get(key);
     if (cost === undefined) {
       // Variables that do not fit their types: execution refuses them (BAD_USER_INPUT) before any resolver.

@@ -1,5 +1,6 @@
 import DataLoader from 'dataloader';
 import type { RequestAuth } from '../auth/request-auth';
+import type { Creature } from '../creatures/creature.entity';
 import type { CreatureField } from '../creatures/creature.queries';
 import type { CreaturePage, CreaturePageArgs } from '../creatures/creature.service';
 import type { Services } from '../services';
@@ -15,6 +16,7 @@ import type { TrainerPageOptions, TrainerPageResult } from '../trainers/trainer.
 export class Loaders {
   private readonly trainers: DataLoader<number, Trainer | null>;
   private readonly creatureCounts: DataLoader<number, number>;
+  private readonly creatures: DataLoader<number, Creature | null>;
   private readonly creaturePages = new Map<string, DataLoader<number, CreaturePage>>();
   /**
    * Creature pages read before their fields ask (by page key, then trainer id): a page of
@@ -39,6 +41,7 @@ export class Loaders {
       return ids.map((id) => found.get(id) ?? null);
     });
     this.creatureCounts = new DataLoader((ids) => services.trainers.creatureCounts(ids));
+    this.creatures = new DataLoader((ids) => services.creatures.findByIds(ids, this.callerId()));
   }
 
   /** The caller's trainer id, from its token (undefined without a valid one). */
@@ -59,6 +62,7 @@ export class Loaders {
     this.viewerIsCurrent = false;
     this.trainers.clearAll();
     this.creatureCounts.clearAll();
+    this.creatures.clearAll();
     this.creaturePages.clear();
     this.readAhead.clear();
   }
@@ -72,6 +76,14 @@ export class Loaders {
     const trainer = await this.auth.alongside((viewerId) => this.services.trainers.findFor(viewerId, id, { withCount }));
     if (trainer) this.trainers.prime(trainer.id, trainer);
     return trainer;
+  }
+
+  /**
+   * creature(id), and creatures a router asks for by key: every one of a turn in one statement,
+   * alongside the caller check.
+   */
+  creatureById(id: number): Promise<Creature | null> {
+    return this.auth.alongside(() => this.creatures.load(id));
   }
 
   /**

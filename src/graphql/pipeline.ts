@@ -62,6 +62,16 @@ const noIntrospection: ValidationRule = (context) => ({
   Field(node) {
     const type = context.getType();
     const parent = context.getParentType();
+    // A subgraph's `_service { sdl }` is its schema too (FEDERATION=true).
+    if (node.name.value === '_service' && parent === context.getSchema().getQueryType()) {
+      context.reportError(
+        new GraphQLError(
+          'The schema is not served on this server (GRAPHQL_INTROSPECTION=false; off by default in production), so "_service" cannot be queried: compose the router from subgraph.graphql',
+          { nodes: [node] },
+        ),
+      );
+      return;
+    }
     // Reported once, where the introspection starts (`__schema`, `__type`), not on each field inside it.
     if (type && isIntrospectionType(getNamedType(type)) && !(parent && isIntrospectionType(parent))) {
       context.reportError(
@@ -130,6 +140,8 @@ export class Pipeline {
       introspection: boolean;
       isProduction: boolean;
       trustedDocuments: TrustedDocumentsManifest | undefined;
+      /** FEDERATION_ROUTER_SECRET: a request with it in `router-secret` may run documents outside the manifest. */
+      routerSecret?: string;
       /** Counts documents (how they came, parsed, validated) and compiled runs (GET /metrics shows them). */
       metrics?: Pick<Metrics, 'documents' | 'documentsParsed' | 'compiledRuns'>;
       /** Checks added to the built-in ones (see DocumentCheck). */
@@ -148,7 +160,7 @@ export class Pipeline {
     this.trusted = new TrustedDocuments(
       schema,
       options.trustedDocuments,
-      { isProduction: options.isProduction, check: (source) => this.checkText(source) },
+      { isProduction: options.isProduction, check: (source) => this.checkText(source), routerSecret: options.routerSecret },
       this.metrics,
     );
     this.documents = new DocumentCache(this.trusted.entries());

@@ -1,5 +1,9 @@
 import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
-import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Config } from '../config';
@@ -17,6 +21,7 @@ import { landingPageCsp, landingPagePlugin, registerIdeRoutes } from './ide';
 import { Pipeline, type DocumentCheck } from './pipeline';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
+import { buildSubgraph } from './federation';
 import { registerSubscriptions } from './subscriptions';
 import type { Metrics } from '../ops/metrics';
 import type { Tracing } from '../telemetry/spans';
@@ -90,13 +95,15 @@ export async function registerGraphQL(
     tracing?: Tracing;
   } = {},
 ): Promise<void> {
-  const schema = await buildGraphQLSchema();
+  // FEDERATION=true: the same schema as an Apollo Federation 2 subgraph (federation.ts).
+  const schema = config.federation ? buildSubgraph(await buildGraphQLSchema()) : await buildGraphQLSchema();
   // The one pipeline of a document, for HTTP and WebSocket alike. Parses, validates and compiles
   // the manifest's trusted documents now: a bad one stops start-up here.
   const pipeline = new Pipeline(schema, {
     introspection: config.graphqlIntrospection,
     isProduction: config.isProduction,
     trustedDocuments: config.trustedDocuments,
+    routerSecret: config.routerSecret,
     metrics: options.metrics,
     checks: options.documentChecks,
     tracing: options.tracing,
@@ -137,6 +144,9 @@ export async function registerGraphQL(
       // The schema has no @cacheControl hints and every answer depends on the caller's token: the
       // default plugin would only wrap every field's resolution to compute `no-store` hints.
       ApolloServerPluginCacheControlDisabled(),
+      // A subgraph would otherwise answer a router's `apollo-federation-include-trace` with each
+      // field's timing (Apollo Studio's traces): nobody here reads them, and anyone could ask.
+      ...(config.federation ? [ApolloServerPluginInlineTraceDisabled()] : []),
       errorLoggingPlugin(app.log),
       config.sandbox ? landingPagePlugin() : ApolloServerPluginLandingPageDisabled(),
     ],

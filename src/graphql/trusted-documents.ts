@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { InMemoryLRUCache, type KeyValueCache } from '@apollo/utils.keyvaluecache';
 import type { GraphQLRequest } from '@apollo/server';
 import { getOperationAST, GraphQLError, OperationTypeNode, type GraphQLSchema } from 'graphql';
@@ -52,6 +53,8 @@ function apqHash(extensions: unknown): unknown {
   return typeof persisted === 'object' && persisted !== null ? (persisted as { sha256Hash?: unknown }).sha256Hash : undefined;
 }
 
+const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
+
 /** APQ registrations kept when there is no manifest: bounded, as Apollo's own default cache is. */
 const APQ_CACHE_BYTES = 16 * 2 ** 20;
 
@@ -80,8 +83,15 @@ export class TrustedDocuments {
   private readonly byId = new Map<string, TrustedDocument>();
   private readonly bySource = new Map<string, TrustedDocument>();
   private readonly registered = new InMemoryLRUCache<string>({ maxSize: APQ_CACHE_BYTES, sizeCalculation: (text) => 2 * text.length });
-  /** Only the manifest's documents run (production with a manifest). */
+  /** Only the manifest's documents run (production with a manifest), except those the router sends. */
   private readonly enforce: boolean;
+  /** The SHA-256 of FEDERATION_ROUTER_SECRET, compared in constant time with that of what a request sends. */
+  private readonly routerDigest: Buffer | undefined;
+
+  /** Whether a request's `router-secret` header is the router's secret. */
+  private routerSent(secret: string | undefined): boolean {
+    return this.routerDigest !== undefined && secret !== undefined && timingSafeEqual(digest(secret), this.routerDigest);
+  }
 
   /**
    * @param check the pipeline's text checks, parse and validation of a document.
@@ -90,11 +100,21 @@ export class TrustedDocuments {
   constructor(
     schema: GraphQLSchema,
     private readonly manifest: TrustedDocumentsManifest | undefined,
-    { isProduction, check }: { isProduction: boolean; check: (source: string) => TextVerdict },
+    {
+      isProduction,
+      check,
+      routerSecret,
+    }: {
+      isProduction: boolean;
+      check: (source: string) => TextVerdict;
+      /** FEDERATION_ROUTER_SECRET: what the router sends in `router-secret`. */
+      routerSecret?: string;
+    },
     /** Counts how documents came in (graphql_documents_total). */
     private readonly metrics: Pick<Metrics, 'documents'>,
   ) {
     this.enforce = isProduction && manifest !== undefined;
+    this.routerDigest = routerSecret === undefined ? undefined : digest(routerSecret);
     for (const [id, source] of manifest?.documents ?? []) {
       const trusted = this.prepare(schema, id, source, check);
       this.byId.set(id, trusted);
@@ -118,8 +138,13 @@ export class TrustedDocuments {
     return Object.freeze({ id, source, entry: { verdict: checked, uses: 0, plan: plan ?? null } });
   }
 
-  /** The rule itself: which document a request runs, or why it is refused; never parses. */
-  admit(request: DocumentRequest): Admission {
+  /**
+   * The rule itself: which document a request runs, or why it is refused; never parses.
+   * `fromRouter`: the request carries the router's secret (routerSent), so a document it
+   * planned runs as in development: checked, parsed and validated like any other.
+   */
+  admit(request: DocumentRequest, fromRouter = false): Admission {
+    const enforce = this.enforce && !fromRouter;
     const query = typeof request.query === 'string' && request.query !== '' ? request.query : undefined;
     const byDocumentId = request.documentId !== undefined && request.documentId !== null;
     const id = byDocumentId ? request.documentId : apqHash(request.extensions);
@@ -133,7 +158,7 @@ export class TrustedDocuments {
       // A documentId names a manifest document or nothing. An APQ hash that is not in the
       // manifest is Apollo's to look up or register when there is no manifest; with one, only
       // a text sent along may still run (in development), and it is not registered (apqCache).
-      if (byDocumentId || (this.manifest && (query === undefined || this.enforce))) return this.refuse(UNKNOWN_ID);
+      if (byDocumentId || (this.manifest && (query === undefined || enforce))) return this.refuse(UNKNOWN_ID);
       return { kind: 'open' };
     }
     if (query !== undefined) {
@@ -142,7 +167,7 @@ export class TrustedDocuments {
         this.metrics.documents.inc({ how: 'text' });
         return { kind: 'trusted', document: trusted };
       }
-      if (this.enforce) return this.refuse(NOT_TRUSTED);
+      if (enforce) return this.refuse(NOT_TRUSTED);
     }
     // No document at all (or not a string): the route answers it as it always has (BAD_USER_INPUT).
     return { kind: 'open' };
@@ -183,7 +208,10 @@ export class TrustedDocuments {
         : typeof http?.body === 'object' && http.body !== null
           ? (http.body as { documentId?: unknown }).documentId
           : undefined;
-    const admission = this.admit({ query: request.query, documentId, extensions: request.extensions });
+    const admission = this.admit(
+      { query: request.query, documentId, extensions: request.extensions },
+      this.routerSent(http?.headers.get('router-secret')),
+    );
     if (admission.kind === 'refused') return admission.error;
     if (admission.kind !== 'trusted') return undefined;
     if (request.query === admission.document.source && documentId === undefined && apqHash(request.extensions) === undefined)
