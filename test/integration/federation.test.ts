@@ -11,6 +11,7 @@ import { parse } from 'graphql';
 import { listen, startTestApp, databases, testConfig, type TestApp } from '../helpers/app';
 import { createCreature, createTrainer, type TrainerFixture } from '../helpers/factories';
 import { gql, type GraphQLBody } from '../helpers/graphql';
+import { until, watch } from '../helpers/events';
 import { ConfigError } from '../../src/config';
 
 /*
@@ -185,6 +186,7 @@ describe.each(databases)('the registry as a subgraph on %s', (kind) => {
   let statements = 0;
   let reviews: Reviews;
   let gateway: Gateway;
+  let origin: string;
   beforeAll(async () => {
     t = await startTestApp(kind, { FEDERATION: 'true' }, { onQuery: () => (statements += 1) });
     me = await createTrainer(t.app);
@@ -192,7 +194,7 @@ describe.each(databases)('the registry as a subgraph on %s', (kind) => {
     mine = (await createCreature(t.app, me.trainer.id, { name: 'Mine' })).id;
     theirs = (await createCreature(t.app, other.trainer.id, { name: 'Theirs' })).id;
     level = (await t.app.services.creatures.findByIds([mine]))[0]!.level;
-    const origin = await listen(t);
+    origin = await listen(t);
     reviews = await startReviews();
     reviews.top.push(String(theirs), String(mine));
     const sdl = (await gql<{ _service: { sdl: string } }>(t.app, '{ _service { sdl } }')).data!._service.sdl;
@@ -292,6 +294,27 @@ describe.each(databases)('the registry as a subgraph on %s', (kind) => {
         { id: String(mine), name: 'Mine', rating: mine % 5, trainer: { nickname: me.trainer.nickname, badge: `badge-${me.trainer.id}` } },
       ],
     });
+  });
+
+  it('live events still arrive over WebSocket from a subgraph instance', async () => {
+    const subscriber = watch(origin, other.token, String(me.trainer.id));
+    try {
+      await subscriber.connected;
+      // Registered once the server has answered the subscribe message (as in events.test).
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const created = await gql<{ createCreature: { id: string } }>(
+        t.app,
+        `mutation { createCreature(trainerId: "${me.trainer.id}", input: { name: "Live", speciesId: 1 }) { id } }`,
+        {},
+        me.token,
+      );
+      expect(created.errors).toBeUndefined();
+      await until(() => subscriber.events.length > 0 || subscriber.errors.length > 0, 'the CREATED event');
+      expect(subscriber.events.map((event) => [event.kind, event.creature.name])).toEqual([['CREATED', 'Live']]);
+      expect(subscriber.errors).toEqual([]);
+    } finally {
+      await subscriber.client.dispose();
+    }
   });
 
   it("through the gateway without a token, the registry's UNAUTHENTICATED comes through", async () => {
