@@ -1,8 +1,7 @@
 import 'reflect-metadata';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
-import { LocalChannels, RedisChannels, type Channels } from './common/channel';
+import { LocalChannels, RedisChannels, type Channels, type RedisClient } from './common/channel';
 import { trustedProxies } from './http/client-address';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
@@ -72,14 +71,23 @@ const IDLE_TIMEOUT_MS = 72_000;
 
 /**
  * The rate-limit store; it closes with the app. Commands fail at once while it is down (the limiter
- * then counts in memory). ioredis is loaded only when REDIS_URL asks for it: its heap would be
- * carried for nothing by a single instance.
+ * then counts in memory). A Redis (REDIS_URL) or a Redis Cluster (REDIS_CLUSTER_NODES), or none.
+ * ioredis is loaded only when asked for: its heap would be carried for nothing by a single instance.
  */
-function connectRedis(url: string, app: FastifyInstance): Redis {
+function connectRedis(config: Config, app: FastifyInstance): RedisClient | undefined {
+  if (config.redisUrl === undefined && config.redisClusterNodes.length === 0) return undefined;
   // require, not import(): Jest runs this file as CommonJS, without ES module support.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Redis } = require('ioredis') as typeof import('ioredis');
-  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 });
+  const { Cluster, Redis } = require('ioredis') as typeof import('ioredis');
+  const redis =
+    config.redisUrl !== undefined
+      ? new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 })
+      : new Cluster([...config.redisClusterNodes], {
+          enableOfflineQueue: false,
+          redisOptions: { maxRetriesPerRequest: 1, connectTimeout: 2000 },
+          // A master that restarts on its own address is reconnected to (no replica takes over here).
+          clusterNodeRetryStrategy: (times) => Math.min(100 * times, 2000),
+        });
   redis.on('error', (error) => app.log.warn({ err: error }, 'redis unavailable; counting login attempts in memory'));
   app.addHook('onClose', async () => {
     await redis.quit().catch(() => redis.disconnect());
@@ -92,7 +100,7 @@ function connectRedis(url: string, app: FastifyInstance): Redis {
  * REDIS_URL (over the rate-limit store's connection and a subscriber of their own), else in this
  * process. They close with the app.
  */
-function openChannels(redis: Redis | undefined, app: FastifyInstance): Channels {
+function openChannels(redis: RedisClient | undefined, app: FastifyInstance): Channels {
   const channels = redis ? new RedisChannels(redis, app.log) : new LocalChannels();
   app.addHook('onClose', () => channels.close());
   return channels;
@@ -185,7 +193,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     });
 
     const replicas = config.replicaUrls.length > 0 ? startReplicas(config, dataSource, app, tracing) : undefined;
-    const redis = config.redisUrl ? connectRedis(config.redisUrl, app) : undefined;
+    const redis = connectRedis(config, app);
     const channels = openChannels(redis, app);
     const services = createServices(dataSource, config, redis, tracing, replicas, { listClock: options.listClock, channels, metrics });
     app.decorate('services', services);
@@ -208,7 +216,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     app.removeContentTypeParser('text/plain');
     registerStrictJsonParser(app);
     limitBodyChunks(app);
-    registerHealthRoutes(app, dataSource, database);
+    registerHealthRoutes(app, dataSource, database, channels);
     await registerDocs(app);
     // The API's own scopes wait for the database; operations, docs and the IDE pages do not.
     const requireDatabase = databaseGate(database);

@@ -26,6 +26,8 @@ export interface Config {
   readonly sandbox: boolean;
   readonly bodyLimit: number;
   readonly redisUrl: string | undefined;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster's seed nodes, instead of REDIS_URL (empty without it). */
+  readonly redisClusterNodes: readonly { readonly host: string; readonly port: number }[];
   readonly loginMaxFailures: number;
   readonly loginWindowSeconds: number;
   /** Failed logins per account an hour, from every address together, before RATE_LIMITED. */
@@ -172,6 +174,19 @@ const envSchema = z.object({
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\/[^/\s]+/, 'must look like redis://host:6379')
+    .optional(),
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .transform((list) =>
+      list
+        .split(',')
+        .map((node) => node.trim())
+        .filter((node) => node !== ''),
+    )
+    .pipe(z.array(z.string().regex(/^[^\s:/]+:\d{1,5}$/, 'must be comma-separated host:port pairs, e.g. redis-1:6379,redis-2:6379')).min(1))
+    .transform((nodes) =>
+      nodes.map((node) => ({ host: node.slice(0, node.lastIndexOf(':')), port: Number(node.slice(node.lastIndexOf(':') + 1)) })),
+    )
     .optional(),
   LOGIN_MAX_FAILURES: integer(1, 1000).default(5),
   LOGIN_WINDOW: duration.default(900),
@@ -341,6 +356,10 @@ export function loadConfig(env: Env = process.env): Config {
     jwtSecret = developmentSecret(dataDir);
   }
 
+  if (e.REDIS_URL !== undefined && e.REDIS_CLUSTER_NODES !== undefined) {
+    throw new ConfigError('Invalid configuration: REDIS_URL and REDIS_CLUSTER_NODES are both set: one Redis, or one Redis Cluster');
+  }
+
   const routerSecret = e.FEDERATION_ROUTER_SECRET;
   if (routerSecret !== undefined && Buffer.byteLength(routerSecret) < MIN_SECRET_BYTES) {
     throw new ConfigError(`Invalid configuration: FEDERATION_ROUTER_SECRET must be at least ${MIN_SECRET_BYTES} bytes`);
@@ -366,6 +385,7 @@ export function loadConfig(env: Env = process.env): Config {
     sandbox: e.GRAPHQL_SANDBOX ?? !isProduction,
     bodyLimit: e.BODY_LIMIT,
     redisUrl: e.REDIS_URL,
+    redisClusterNodes: Object.freeze(e.REDIS_CLUSTER_NODES ?? []),
     loginMaxFailures: e.LOGIN_MAX_FAILURES,
     loginWindowSeconds: e.LOGIN_WINDOW,
     loginAccountMaxFailures: e.LOGIN_ACCOUNT_MAX_FAILURES,

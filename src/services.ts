@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './common/channel';
 import type { DataSource } from 'typeorm';
 import { AuthService } from './auth/auth.service';
 import { TokenIssuer } from './auth/jwt';
@@ -43,7 +43,7 @@ export interface Services {
 }
 
 /**
- * @param redis shared rate-limit counters, when several instances run (REDIS_URL)
+ * @param redis shared rate-limit counters, when several instances run (REDIS_URL or REDIS_CLUSTER_NODES)
  * @param tracing with tracing on: spans of the statements run on SQLite
  * @param replicas read replicas, for the reads that may lag
  * @param listClock the clock of the kept list ids' age (BuildOptions.listClock)
@@ -53,7 +53,7 @@ export interface Services {
 export function createServices(
   dataSource: DataSource,
   config: Config,
-  redis?: Redis,
+  redis?: RedisClient,
   tracing?: Tracing,
   replicas?: Replicas,
   {

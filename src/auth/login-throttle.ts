@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../common/channel';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { normalizeEmail } from '../common/text';
 import { AppError } from '../errors';
@@ -16,7 +16,7 @@ export interface LoginThrottleOptions {
   /** Registration attempts per client IP per hour. */
   readonly registrationsPerHour: number;
   /** Shared counters for several instances; in memory (this process only) without it. */
-  readonly redis?: Redis;
+  readonly redis?: RedisClient;
   /** What holds a refusal back before it is sent (RATE_LIMITED_DELAY_MS). */
   readonly delay?: RefusalDelay;
 }

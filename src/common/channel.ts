@@ -1,4 +1,7 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A Redis (REDIS_URL) or a Redis Cluster (REDIS_CLUSTER_NODES). */
+export type RedisClient = Redis | Cluster;
 import { randomUUID } from 'node:crypto';
 
 /**
@@ -46,6 +49,8 @@ export interface KeyedChannel<T> extends Channel<T> {
 export interface Channels {
   channel<T>(spec: ChannelSpec<T>): Channel<T>;
   keyed<T>(spec: KeyedChannelSpec<T>): KeyedChannel<T>;
+  /** Whether messages travel to and from the other instances right now; undefined without Redis. */
+  readonly connected: boolean | undefined;
   close(): Promise<void>;
 }
 
@@ -91,6 +96,8 @@ export class LocalChannels implements Channels {
     return new LocalChannel<T>();
   }
 
+  readonly connected = undefined;
+
   async close(): Promise<void> {}
 }
 
@@ -100,10 +107,17 @@ export const localChannel = <T>(): KeyedChannel<T> => new LocalChannel<T>();
 /** What a Redis channel needs of its app's connections. */
 interface RedisLink {
   readonly origin: string;
-  readonly publisher: Redis;
-  readonly subscriber: Redis;
+  readonly publisher: RedisClient;
+  readonly subscriber: RedisClient;
   readonly log: ChannelLog;
+  /**
+   * On a Redis Cluster, sharded pub/sub (SPUBLISH, SSUBSCRIBE): a channel lives on the master of
+   * its slot, so messages do not travel through every node; plain PUBLISH on a single Redis.
+   */
+  readonly sharded: boolean;
 }
+
+const isCluster = (client: RedisClient): client is Cluster => client.isCluster;
 
 class RedisChannel<T> extends LocalChannel<T> {
   constructor(
@@ -118,9 +132,10 @@ class RedisChannel<T> extends LocalChannel<T> {
     this.deliver(message);
     const { origin, publisher, log } = this.link;
     const channel = this.nameOf(message);
-    publisher
-      .publish(channel, JSON.stringify({ origin, [this.spec.field]: message }))
-      .catch((error: unknown) => log.warn({ err: error, channel }, `${this.spec.label} not shared: Redis unavailable`));
+    const text = JSON.stringify({ origin, [this.spec.field]: message });
+    (this.link.sharded ? publisher.spublish(channel, text) : publisher.publish(channel, text)).catch((error: unknown) =>
+      log.warn({ err: error, channel }, `${this.spec.label} not shared: Redis unavailable`),
+    );
   }
 
   override follow(key: number | string): Promise<void> {
@@ -128,7 +143,9 @@ class RedisChannel<T> extends LocalChannel<T> {
   }
 
   override unfollow(key: number | string): void {
-    this.link.subscriber.unsubscribe(`${this.spec.name}${key}`).catch(() => undefined);
+    const { subscriber, sharded } = this.link;
+    const channel = `${this.spec.name}${key}`;
+    (sharded ? subscriber.sunsubscribe(channel) : subscriber.unsubscribe(channel)).catch(() => undefined);
   }
 
   override get connected(): boolean {
@@ -137,7 +154,8 @@ class RedisChannel<T> extends LocalChannel<T> {
 
   /** Follows `channel`: while Redis is away, the subscriber connection queues this and follows it again once back. */
   listen(channel: string): Promise<void> {
-    return this.link.subscriber.subscribe(channel).then(
+    const { subscriber, sharded } = this.link;
+    return (sharded ? subscriber.ssubscribe(channel) : subscriber.subscribe(channel)).then(
       () => undefined,
       (error: unknown) => this.link.log.warn({ err: error, channel }, `cannot follow ${this.spec.label} through Redis yet`),
     );
@@ -168,8 +186,8 @@ class RedisChannel<T> extends LocalChannel<T> {
  * The channels of an instance among several, over Redis pub/sub: messages published through
  * `publisher` (the app's command connection, shared with the login throttle), followed on a
  * subscriber connection of its own, which queues its SUBSCRIBE commands while Redis is away and
- * follows its channels again once it is back. Every Redis command of the channels is here: a move
- * to Redis Cluster (sharded pub/sub, SPUBLISH/SSUBSCRIBE) changes this class only.
+ * follows its channels again once it is back. Every Redis command of the channels is here; on a
+ * Redis Cluster they are sharded pub/sub's (SPUBLISH, SSUBSCRIBE on a subscriber per master).
  */
 export class RedisChannels implements Channels {
   private readonly link: RedisLink;
@@ -178,11 +196,21 @@ export class RedisChannels implements Channels {
   private readonly prefixed: { readonly prefix: string; readonly receive: (text: string) => void }[] = [];
   private readonly labels: string[] = [];
 
-  constructor(publisher: Redis, log: ChannelLog) {
-    const subscriber = publisher.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
-    this.link = { origin: randomUUID(), publisher, subscriber, log };
-    subscriber.on('error', (error) => log.warn({ err: error }, `redis unavailable; ${this.labels.join(', ')} reach this instance only`));
-    subscriber.on('message', (channel: string, text: string) => {
+  constructor(publisher: RedisClient, log: ChannelLog) {
+    const sharded = publisher.isCluster;
+    // Its commands wait while Redis is away (an offline queue, retried without end), unlike the publisher's.
+    const subscriber = isCluster(publisher)
+      ? publisher.duplicate([], {
+          enableOfflineQueue: true,
+          shardedSubscribers: true,
+          redisOptions: { ...publisher.options.redisOptions, maxRetriesPerRequest: null },
+        })
+      : publisher.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+    this.link = { origin: randomUUID(), publisher, subscriber, log, sharded };
+    subscriber.on('error', (error: unknown) =>
+      log.warn({ err: error }, `redis unavailable; ${this.labels.join(', ')} reach this instance only`),
+    );
+    subscriber.on(sharded ? 'smessage' : 'message', (channel: string, text: string) => {
       const receive = this.named.get(channel) ?? this.prefixed.find(({ prefix }) => channel.startsWith(prefix))?.receive;
       receive?.(text);
     });
@@ -202,6 +230,10 @@ export class RedisChannels implements Channels {
     this.prefixed.push({ prefix: spec.name, receive: (text) => channel.receive(text) });
     this.labels.push(spec.label);
     return channel;
+  }
+
+  get connected(): boolean {
+    return this.link.publisher.status === 'ready' && this.link.subscriber.status === 'ready';
   }
 
   /** Disconnects, not quits: quit would wait behind commands queued while Redis is away. */

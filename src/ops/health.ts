@@ -43,13 +43,24 @@ export function databaseGate(database: { ready: boolean; schemaBehind: boolean }
   };
 }
 
-/** Liveness never touches the database; readiness is a database ping, and false while draining. */
-export function registerHealthRoutes(app: FastifyInstance, dataSource: DataSource, database: { ready: boolean }): void {
+/**
+ * Liveness never touches the database; readiness is a database ping, and false while draining.
+ * With Redis (`redis`), the answer also says whether the relays to the other instances are up:
+ * `"redis": "unavailable"` while they are not (events, session endings and list changes then
+ * reach this instance only), without failing readiness: the instance still serves every request.
+ */
+export function registerHealthRoutes(
+  app: FastifyInstance,
+  dataSource: DataSource,
+  database: { ready: boolean },
+  redis?: { readonly connected: boolean | undefined },
+): void {
   app.decorate('lifecycle', { draining: false });
   app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
   app.get('/readyz', { logLevel: 'warn' }, async (_request, reply) => {
-    if (app.lifecycle.draining) return reply.code(503).send({ status: 'draining', code: 'SERVICE_UNAVAILABLE' });
-    if (database.ready && (await ping(dataSource))) return { status: 'ready' };
-    return reply.code(503).send({ status: 'unavailable', code: 'SERVICE_UNAVAILABLE' });
+    const relays = redis?.connected === undefined ? {} : { redis: redis.connected ? 'connected' : 'unavailable' };
+    if (app.lifecycle.draining) return reply.code(503).send({ status: 'draining', code: 'SERVICE_UNAVAILABLE', ...relays });
+    if (database.ready && (await ping(dataSource))) return { status: 'ready', ...relays };
+    return reply.code(503).send({ status: 'unavailable', code: 'SERVICE_UNAVAILABLE', ...relays });
   });
 }
