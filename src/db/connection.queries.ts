@@ -24,11 +24,14 @@ export const SQLITE_FOREIGN_KEYS_ON = 'PRAGMA foreign_keys = ON';
  * rather than hand it back when the query fails midway). Also how many results come after the
  * statements' own.
  */
+/** Whether the server is a node of a Galera cluster (MariaDB: 1 on a node, 0 on a server alone; MySQL: no such variable). */
+export const IS_GALERA = 'SELECT @@wsrep_on AS galera';
+
 export function mysqlTransaction(
   statements: readonly string[],
   readCommitted: boolean,
   withoutForeignKeys = false,
-): { sql: string; opening: number; closing: number } {
+): { sql: string; parts: string[]; opening: number; closing: number } {
   const opening = [
     // The session's foreign key checks, off until the commit (and on again after it): see Sql.batch.
     ...(withoutForeignKeys ? ['SET SESSION foreign_key_checks = 0'] : []),
@@ -36,5 +39,6 @@ export function mysqlTransaction(
     'START TRANSACTION',
   ];
   const closing = [COMMIT, ...(withoutForeignKeys ? ['SET SESSION foreign_key_checks = 1'] : [])];
-  return { sql: [...opening, ...statements, ...closing].join(';\n'), opening: opening.length, closing: closing.length };
+  const parts = [...opening, ...statements, ...closing];
+  return { sql: parts.join(';\n'), parts, opening: opening.length, closing: closing.length };
 }

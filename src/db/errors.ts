@@ -78,11 +78,18 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   if (code && UNAVAILABLE_CODES.has(code)) return true;
   const message = error instanceof Error ? error.message : '';
+  // A Galera node outside the cluster's primary component, or rejoining it: 1047 "WSREP has not
+  // yet prepared node for application use" (the same code also means a command the server does
+  // not know, which this service never sends).
+  if (code === 'ER_UNKNOWN_COM_ERROR' && /WSREP/.test(message)) return true;
   // The pool or file is closed: the app is shutting down, or the database went away.
   return /Pool is closed|Connection lost|connect ETIMEDOUT|Can't add new command when connection is in closed state|Connection is not established|database connection is not open|Queue limit reached|Query inactivity timeout/i.test(
     message,
   );
 }
+
+/** Seconds a client is told to wait (Retry-After) while the database is away: a restart or a Galera node rejoining takes a few. */
+const DATABASE_UNAVAILABLE_RETRY_AFTER_S = 2;
 
 /**
  * A database that is away becomes SERVICE_UNAVAILABLE while the driver's error still has its
@@ -91,7 +98,12 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  */
 export function unavailableAsAppError<E>(error: E): E | AppError {
   if (!(error instanceof AppError) && isDatabaseUnavailable(error)) {
-    const unavailable = new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; try again shortly');
+    const unavailable = new AppError(
+      'SERVICE_UNAVAILABLE',
+      'The service is temporarily unavailable; try again shortly',
+      undefined,
+      DATABASE_UNAVAILABLE_RETRY_AFTER_S,
+    );
     // The driver's error, for the log (logIfUnexpected); clients see only the code and message.
     unavailable.cause = error;
     return unavailable;

@@ -1,9 +1,19 @@
+import { randomUUID } from 'node:crypto';
 import { MigrationExecutor, type DataSource } from 'typeorm';
 import type { DatabaseConfig } from '../config';
 import { createDataSource, isMysql } from './data-source';
-import { RELEASE_MIGRATION_LOCK, TAKE_MIGRATION_LOCK } from './data-source.queries';
+import {
+  CREATE_MIGRATION_LOCK,
+  MIGRATION_LOCK_STALE_S,
+  RELEASE_MIGRATION_LOCK,
+  RENEW_MIGRATION_LOCK,
+  TAKE_MIGRATION_LOCK,
+  TAKE_OVER_STALE_MIGRATION_LOCK,
+} from './data-source.queries';
+import { isLockConflict, uniqueViolation } from './errors';
 
-const LOCK_NAME = 'creature_registry_migrations';
+/** How long an instance waits for another to finish migrating before it gives up (and does not start). */
+const MIGRATION_LOCK_WAIT_MS = 120_000;
 
 /** A start with MIGRATE_ON_START=false against a database whose schema is older than the code. */
 export class PendingMigrationsError extends Error {
@@ -18,23 +28,47 @@ export class PendingMigrationsError extends Error {
 
 /**
  * Runs pending migrations and returns the names of those it ran. On MySQL several instances (or
- * `npm run migrate` beside starting instances) may run at once: a named lock makes them take
- * turns, and the later ones find nothing left to do. Nothing else runs at start: counts after
- * rows changed by plain SQL are `npm run reconcile`'s.
+ * `npm run migrate` beside starting instances), also on different nodes of a Galera cluster, may
+ * run at once: the migration lock row makes them take turns, and the later ones find nothing
+ * left to do. Nothing else runs at start: counts after rows changed by plain SQL are
+ * `npm run reconcile`'s.
  */
 export async function runMigrations(dataSource: DataSource): Promise<string[]> {
   if (!isMysql(dataSource)) return sqliteMigrations(dataSource);
-  const runner = dataSource.createQueryRunner();
+  const holder = randomUUID();
+  await takeMigrationLock(dataSource, holder);
+  const renewal = setInterval(
+    () => {
+      dataSource.query(RENEW_MIGRATION_LOCK, [holder]).catch(() => undefined);
+    },
+    (MIGRATION_LOCK_STALE_S * 1000) / 5,
+  );
   try {
-    const [row] = (await runner.query(TAKE_MIGRATION_LOCK, [LOCK_NAME])) as { locked: number }[];
-    if (Number(row?.locked) !== 1) throw new Error('Timed out waiting for another instance to finish migrating');
-    try {
-      return names(await dataSource.runMigrations({ transaction: 'each' }));
-    } finally {
-      await runner.query(RELEASE_MIGRATION_LOCK, [LOCK_NAME]);
-    }
+    return names(await dataSource.runMigrations({ transaction: 'each' }));
   } finally {
-    await runner.release();
+    clearInterval(renewal);
+    await dataSource.query(RELEASE_MIGRATION_LOCK, [holder]);
+  }
+}
+
+/**
+ * Waits for the migration lock row to be this holder's: inserted by this instance, after the one
+ * before has deleted it (or left it stale). A duplicate row, or a certification conflict with
+ * another node's insert (Galera), means another holds it: try again shortly.
+ */
+async function takeMigrationLock(dataSource: DataSource, holder: string): Promise<void> {
+  await dataSource.query(CREATE_MIGRATION_LOCK);
+  const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      await dataSource.query(TAKE_MIGRATION_LOCK, [holder]);
+      return;
+    } catch (error) {
+      if (uniqueViolation(error) === undefined && !isLockConflict(error)) throw error;
+    }
+    if (Date.now() > deadline) throw new Error('Timed out waiting for another instance to finish migrating');
+    await dataSource.query(TAKE_OVER_STALE_MIGRATION_LOCK).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
   }
 }
 

@@ -4,7 +4,15 @@ import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
 import { isLockConflict, lockConflictAsAppError, unavailableAsAppError } from './errors';
 import type { Tracing } from '../telemetry/spans';
 import type { Replicas } from './replicas';
-import { BEGIN_IMMEDIATE, COMMIT, mysqlTransaction, ROLLBACK, SQLITE_FOREIGN_KEYS_OFF, SQLITE_FOREIGN_KEYS_ON } from './connection.queries';
+import {
+  BEGIN_IMMEDIATE,
+  COMMIT,
+  IS_GALERA,
+  mysqlTransaction,
+  ROLLBACK,
+  SQLITE_FOREIGN_KEYS_OFF,
+  SQLITE_FOREIGN_KEYS_ON,
+} from './connection.queries';
 import { isMysql } from './data-source';
 import { Metrics } from '../ops/metrics';
 
@@ -104,6 +112,9 @@ export class Sql {
   readonly isMysql: boolean;
 
   private readonly retry: RetryPolicy;
+
+  /** Whether the MySQL server is a Galera node (see mysqlBatch), asked once it answers. */
+  private galera: boolean | undefined;
 
   /**
    * @param tracing with tracing on: a span per SQLite statement (MySQL's come from the mysql2
@@ -292,6 +303,7 @@ export class Sql {
     for (const { sql } of statements) logger.logQuery(sql);
     const {
       sql: text,
+      parts,
       opening,
       closing,
     } = mysqlTransaction(
@@ -301,11 +313,14 @@ export class Sql {
     );
     const started = performance.now();
     try {
-      const results = await new Promise<unknown[]>((resolve, reject) =>
-        connection.query({ sql: text, values: statements.flatMap((s) => s.params), timeout: this.limits.timeoutMs }, (error, answer) =>
-          error ? reject(error) : resolve(answer as unknown[]),
-        ),
-      );
+      const galera = this.galera ?? (this.galera = await isGaleraNode(connection));
+      const results = galera
+        ? await stepByStep(connection, parts, opening, statements, this.limits.timeoutMs)
+        : await new Promise<unknown[]>((resolve, reject) =>
+            connection.query({ sql: text, values: statements.flatMap((s) => s.params), timeout: this.limits.timeoutMs }, (error, answer) =>
+              error ? reject(error) : resolve(answer as unknown[]),
+            ),
+          );
       connection.release();
       return results
         .slice(opening, -closing)
@@ -377,4 +392,42 @@ export class Sql {
       else pool.query(options, done);
     });
   }
+}
+
+function queryOn(connection: PoolConnection, sql: string, values: unknown[], timeout: number): Promise<unknown> {
+  return new Promise((resolve, reject) =>
+    connection.query({ sql, values, timeout }, (error, answer) => (error ? reject(error) : resolve(answer))),
+  );
+}
+
+/** Whether `connection`'s server is a Galera node; false on MySQL, which has no wsrep variables. */
+async function isGaleraNode(connection: PoolConnection): Promise<boolean> {
+  try {
+    const [row] = (await queryOn(connection, IS_GALERA, [], 5000)) as { galera: number | string }[];
+    return Number(row?.galera) === 1;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A transaction's statements one round trip each, on a Galera node. A transaction that a
+ * conflicting commit from another node aborts is rolled back by the node, and the statement sent
+ * next fails with a deadlock; sent as one multi-statement query, the node ran the statements after
+ * the abort on their own (autocommit), so half a transaction was stored, or retried by the node
+ * itself twice. Here nothing follows the failed statement, and the whole transaction is tried again.
+ */
+async function stepByStep(
+  connection: PoolConnection,
+  parts: readonly string[],
+  opening: number,
+  statements: readonly BatchStatement[],
+  timeout: number,
+): Promise<unknown[]> {
+  const results: unknown[] = [];
+  for (const [index, sql] of parts.entries()) {
+    const statement = statements[index - opening] as BatchStatement | undefined;
+    results.push(await queryOn(connection, sql, statement ? [...statement.params] : [], timeout));
+  }
+  return results;
 }

@@ -31,6 +31,9 @@ declare module 'fastify' {
   }
 }
 
+/** Seconds a client is told to wait (Retry-After) while the database is not connected or migrated. */
+const GATE_RETRY_AFTER_S = 2;
+
 /**
  * An onRequest hook for the API's scopes (REST, GraphQL): until the database is connected and
  * migrated, they answer SERVICE_UNAVAILABLE at once.
@@ -38,8 +41,15 @@ declare module 'fastify' {
 export function databaseGate(database: { ready: boolean; schemaBehind: boolean }): onRequestAsyncHookHandler {
   return async () => {
     if (database.ready) return;
-    if (database.schemaBehind) throw new AppError('SERVICE_UNAVAILABLE', 'The service is waiting for its database migrations to be run');
-    throw new AppError('SERVICE_UNAVAILABLE', 'The service is starting: the database is not connected yet');
+    if (database.schemaBehind) {
+      throw new AppError(
+        'SERVICE_UNAVAILABLE',
+        'The service is waiting for its database migrations to be run',
+        undefined,
+        GATE_RETRY_AFTER_S,
+      );
+    }
+    throw new AppError('SERVICE_UNAVAILABLE', 'The service is starting: the database is not connected yet', undefined, GATE_RETRY_AFTER_S);
   };
 }
 
