@@ -88,4 +88,76 @@ describe('three instances on a three-node Galera cluster', () => {
       expect(list.json<{ totalCount: number }>().totalCount).toBe(Number(trainers));
     }
   });
+
+  it('a node killed under a write load: the other nodes go on, the lost one answers 503 with Retry-After (never 500) and serves again once it has rejoined; every write answered as done is stored', async () => {
+    if (!cluster) return;
+    // A trainer per node: one trainer's writes through several nodes at once conflict on its row
+    // every time (the retries take them in turn), which is not what this is about.
+    const owners = await Promise.all(apps.map((app) => createTrainer(app)));
+    const answers: { node: number; status: number; retryAfter?: string; id?: number; phase?: string }[] = [];
+    let phase = 'before';
+    let writing = true;
+    let n = 0;
+    const writer = async (node: number) => {
+      while (writing) {
+        n += 1;
+        const owner = owners[node];
+        const answer = await apps[node].inject({
+          method: 'POST',
+          url: `/trainer/${owner.trainer.id}/creature`,
+          headers: { authorization: `Bearer ${owner.token}` },
+          payload: { name: `Load ${n}`, speciesId: 1 },
+        });
+        answers.push({
+          node,
+          status: answer.statusCode,
+          retryAfter: answer.headers['retry-after'],
+          id: answer.statusCode === 201 ? answer.json<{ id: number }>().id : undefined,
+          phase,
+        });
+        if (answer.statusCode !== 201) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    const writers = [writer(0), writer(1), writer(2)];
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await cluster.kill(2);
+    phase = 'down';
+    const killedAt = answers.length;
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    const readyWhileDown = await apps[2].inject({ method: 'GET', url: '/readyz' });
+    expect(readyWhileDown.statusCode).toBe(503);
+    phase = 'reviving';
+    await cluster.revive(2);
+    phase = 'after';
+    // Serving again by itself: no restart of the instance.
+    const deadline = Date.now() + 30_000;
+    while ((await apps[2].inject({ method: 'GET', url: '/readyz' })).statusCode !== 200 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    writing = false;
+    await Promise.all(writers);
+
+    // The other nodes' instances go on without an error while the node is lost. (While it
+    // rejoins, a state transfer can stall the donor's writes for a moment: 503s with Retry-After
+    // there are allowed, below, and counted in the issue's note.)
+    expect(answers.filter((answer) => answer.node !== 2 && answer.phase !== 'reviving' && answer.status !== 201)).toEqual([]);
+    // Never a 500: what fails is SERVICE_UNAVAILABLE with Retry-After.
+    expect(answers.filter((answer) => answer.status !== 201 && (answer.status !== 503 || answer.retryAfter === undefined))).toEqual([]);
+    // The lost node's instance refused while it was away, and wrote again once it had rejoined.
+    expect(answers.some((answer) => answer.node === 2 && answer.status === 503)).toBe(true);
+    expect(answers.slice(killedAt).some((answer) => answer.node === 2 && answer.phase === 'after' && answer.status === 201)).toBe(true);
+    const done = answers.filter((answer) => answer.id !== undefined).map((answer) => answer.id!);
+    const stored = (await cluster.query(
+      0,
+      `SELECT id FROM ${DATABASE}.creature WHERE trainer_id IN (?, ?, ?)`,
+      owners.map((owner) => owner.trainer.id),
+    )) as {
+      id: number | string;
+    }[];
+    const storedIds = new Set(stored.map((row) => Number(row.id)));
+    expect(done.filter((id) => !storedIds.has(id))).toEqual([]);
+    // A write refused with 503 may still have committed (the connection went before its answer): the client cannot tell, and retries.
+    expect(stored.length).toBeLessThanOrEqual(answers.length);
+  }, 120_000);
 });
