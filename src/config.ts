@@ -187,6 +187,7 @@ const envSchema = z.object({
     .transform((nodes) =>
       nodes.map((node) => ({ host: node.slice(0, node.lastIndexOf(':')), port: Number(node.slice(node.lastIndexOf(':') + 1)) })),
     )
+    .refine((nodes) => nodes.every(({ port }) => port >= 1 && port <= 65535), 'must have ports 1..65535')
     .optional(),
   LOGIN_MAX_FAILURES: integer(1, 1000).default(5),
   LOGIN_WINDOW: duration.default(900),
@@ -363,6 +364,11 @@ export function loadConfig(env: Env = process.env): Config {
   const routerSecret = e.FEDERATION_ROUTER_SECRET;
   if (routerSecret !== undefined && Buffer.byteLength(routerSecret) < MIN_SECRET_BYTES) {
     throw new ConfigError(`Invalid configuration: FEDERATION_ROUTER_SECRET must be at least ${MIN_SECRET_BYTES} bytes`);
+  }
+  if (routerSecret !== undefined && !e.FEDERATION) {
+    throw new ConfigError(
+      'Invalid configuration: FEDERATION_ROUTER_SECRET is set but FEDERATION is not: the secret is for a router in front of a subgraph',
+    );
   }
   if (e.FEDERATION && e.TRUSTED_DOCUMENTS !== undefined && routerSecret === undefined) {
     throw new ConfigError(

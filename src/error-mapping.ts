@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyError } from 'fastify';
-import { isDatabaseUnavailable, isLockConflict, lockConflictAsAppError } from './db/errors';
+import { isDatabaseUnavailable, isLockConflict, lockConflictAsAppError, unavailableAsAppError } from './db/errors';
 import { AppError } from './errors';
 
 /*
@@ -12,9 +12,8 @@ export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   // Sql tries such statements again and then throws an AppError; this is for anything else that meets one.
   if (isLockConflict(error)) return lockConflictAsAppError(error);
-  if (isDatabaseUnavailable(error)) {
-    return new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; try again shortly');
-  }
+  // With Retry-After, as where statements fail (db/sql.ts).
+  if (isDatabaseUnavailable(error)) return unavailableAsAppError(error) as AppError;
   const fastifyError = error as Partial<FastifyError>;
   // The client hung up while sending its body: nobody is left to answer, and nothing is wrong here.
   if (fastifyError.code === 'ECONNRESET' || fastifyError.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {

@@ -15,6 +15,9 @@ export const ROLLBACK = 'ROLLBACK';
 export const SQLITE_FOREIGN_KEYS_OFF = 'PRAGMA foreign_keys = OFF';
 export const SQLITE_FOREIGN_KEYS_ON = 'PRAGMA foreign_keys = ON';
 
+/** Whether the server is a node of a Galera cluster (MariaDB: 1 on a node, 0 on a server alone; MySQL: no such variable). */
+export const IS_GALERA = 'SELECT @@wsrep_on AS galera';
+
 /**
  * MySQL: `statements` as one transaction in one multi-statement query, and how many results of
  * the query's answer come before the statements' own (one more, the COMMIT's, comes after).
@@ -24,9 +27,6 @@ export const SQLITE_FOREIGN_KEYS_ON = 'PRAGMA foreign_keys = ON';
  * rather than hand it back when the query fails midway). Also how many results come after the
  * statements' own.
  */
-/** Whether the server is a node of a Galera cluster (MariaDB: 1 on a node, 0 on a server alone; MySQL: no such variable). */
-export const IS_GALERA = 'SELECT @@wsrep_on AS galera';
-
 export function mysqlTransaction(
   statements: readonly string[],
   readCommitted: boolean,

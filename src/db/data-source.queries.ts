@@ -15,10 +15,10 @@ export const MIGRATION_LOCK_STALE_S = 30;
 export const CREATE_MIGRATION_LOCK =
   'CREATE TABLE IF NOT EXISTS migration_lock (id TINYINT NOT NULL PRIMARY KEY, holder VARCHAR(64) NOT NULL, renewed_at DATETIME(3) NOT NULL) ENGINE=InnoDB';
 
-export const TAKE_MIGRATION_LOCK = 'INSERT INTO migration_lock (id, holder, renewed_at) VALUES (1, ?, NOW(3))';
+export const TAKE_MIGRATION_LOCK = 'INSERT INTO migration_lock (id, holder, renewed_at) VALUES (1, ?, UTC_TIMESTAMP(3))';
 
-export const TAKE_OVER_STALE_MIGRATION_LOCK = `DELETE FROM migration_lock WHERE id = 1 AND renewed_at < NOW(3) - INTERVAL ${MIGRATION_LOCK_STALE_S} SECOND`;
+export const TAKE_OVER_STALE_MIGRATION_LOCK = `DELETE FROM migration_lock WHERE id = 1 AND renewed_at < UTC_TIMESTAMP(3) - INTERVAL ${MIGRATION_LOCK_STALE_S} SECOND`;
 
-export const RENEW_MIGRATION_LOCK = 'UPDATE migration_lock SET renewed_at = NOW(3) WHERE id = 1 AND holder = ?';
+export const RENEW_MIGRATION_LOCK = 'UPDATE migration_lock SET renewed_at = UTC_TIMESTAMP(3) WHERE id = 1 AND holder = ?';
 
 export const RELEASE_MIGRATION_LOCK = 'DELETE FROM migration_lock WHERE id = 1 AND holder = ?';

@@ -47,7 +47,9 @@ export async function runMigrations(dataSource: DataSource): Promise<string[]> {
     return names(await dataSource.runMigrations({ transaction: 'each' }));
   } finally {
     clearInterval(renewal);
-    await dataSource.query(RELEASE_MIGRATION_LOCK, [holder]);
+    // A release that fails (the database away) must not hide the migration's own outcome: the
+    // row goes stale and the next migrator takes it over.
+    await dataSource.query(RELEASE_MIGRATION_LOCK, [holder]).catch(() => undefined);
   }
 }
 

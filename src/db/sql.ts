@@ -313,7 +313,7 @@ export class Sql {
     );
     const started = performance.now();
     try {
-      const galera = this.galera ?? (this.galera = await isGaleraNode(connection));
+      const galera = this.galera ?? (this.galera = await isGaleraNode(connection, this.limits.timeoutMs));
       const results = galera
         ? await stepByStep(connection, parts, opening, statements, this.limits.timeoutMs)
         : await new Promise<unknown[]>((resolve, reject) =>
@@ -400,13 +400,18 @@ function queryOn(connection: PoolConnection, sql: string, values: unknown[], tim
   );
 }
 
-/** Whether `connection`'s server is a Galera node; false on MySQL, which has no wsrep variables. */
-async function isGaleraNode(connection: PoolConnection): Promise<boolean> {
+/**
+ * Whether `connection`'s server is a Galera node: MariaDB answers 1 on a node and 0 on a server
+ * alone; MySQL has no such variable. Any other failure (the server away, a timeout) is thrown, so
+ * that nothing is remembered of it and the transaction fails as the database being away.
+ */
+async function isGaleraNode(connection: PoolConnection, timeout: number): Promise<boolean> {
   try {
-    const [row] = (await queryOn(connection, IS_GALERA, [], 5000)) as { galera: number | string }[];
+    const [row] = (await queryOn(connection, IS_GALERA, [], timeout)) as { galera: number | string }[];
     return Number(row?.galera) === 1;
-  } catch {
-    return false;
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ER_UNKNOWN_SYSTEM_VARIABLE') return false;
+    throw error;
   }
 }
 

@@ -194,6 +194,20 @@ describe('loadConfig', () => {
   });
 });
 
+describe('federation and Redis Cluster settings', () => {
+  const base = { DATABASE_URL: 'sqlite::memory:', JWT_SECRET: SECRET };
+  it('refuses a router secret without FEDERATION (it would let a client past the manifest on a server that is no subgraph)', () => {
+    expect(() => loadConfig({ ...base, FEDERATION_ROUTER_SECRET: 'r'.repeat(32) })).toThrow(
+      /FEDERATION_ROUTER_SECRET is set but FEDERATION is not/,
+    );
+    expect(loadConfig({ ...base, FEDERATION: 'true', FEDERATION_ROUTER_SECRET: 'r'.repeat(32) }).routerSecret).toBe('r'.repeat(32));
+  });
+
+  it('refuses Redis Cluster nodes with a port out of range', () => {
+    expect(() => loadConfig({ ...base, REDIS_CLUSTER_NODES: 'a:70000' })).toThrow(/REDIS_CLUSTER_NODES must have ports 1..65535/);
+  });
+});
+
 describe('parseDuration', () => {
   it.each([
     ['90', 90],
