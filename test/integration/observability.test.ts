@@ -66,6 +66,8 @@ describe.each(databases)('logs and metrics on %s', (kind) => {
       payload: { query: 'query CountMe { me { id } }' },
     });
     await t.app.inject({ method: 'GET', url: '/trainer/abc', headers: { authorization: `Bearer ${me.token}` } });
+    // Statements at once (readiness pings, one each): the pool opens connections beyond the one it has had since start.
+    await Promise.all(Array.from({ length: 8 }, () => t.app.inject({ method: 'GET', url: '/readyz' })));
     const res = await t.app.inject({ method: 'GET', url: '/metrics' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
