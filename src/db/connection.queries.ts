@@ -18,6 +18,9 @@ export const SQLITE_FOREIGN_KEYS_ON = 'PRAGMA foreign_keys = ON';
 /** Whether the server is a node of a Galera cluster (MariaDB: 1 on a node, 0 on a server alone; MySQL: no such variable). */
 export const IS_GALERA = 'SELECT @@wsrep_on AS galera';
 
+/** Each MySQL connection's reads wait for what the cluster has committed, on a Galera node (see data-source.ts). */
+export const CAUSAL_READS = 'SET SESSION wsrep_sync_wait = 1';
+
 /**
  * MySQL: `statements` as one transaction in one multi-statement query, and how many results of
  * the query's answer come before the statements' own (one more, the COMMIT's, comes after).

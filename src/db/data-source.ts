@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { EventEmitter } from 'node:events';
 import { dirname } from 'node:path';
+import type { PoolConnection } from 'mysql2';
 import { DataSource, type DataSourceOptions, type Logger } from 'typeorm';
 import type { DatabaseConfig } from '../config';
 import { Creature } from '../creatures/creature.entity';
@@ -8,6 +9,7 @@ import { Trainer } from '../trainers/trainer.entity';
 import { migrations } from './migrations/index';
 import { sqliteAddonProblem } from './sqlite-addon';
 import type { Metrics } from '../ops/metrics';
+import { CAUSAL_READS } from './connection.queries';
 
 const entities = [Trainer, Creature];
 
@@ -161,6 +163,7 @@ const POOL_EVENTS = ['connection', 'acquire', 'release', 'enqueue'] as const;
  *   the public ColumnMetadata of the built entity metadata, before anything reads them.
  * - On MySQL, counts mysql2's public pool events in the metrics it was given: the pool's own
  *   counts of open, idle and waiting connections are private fields, and are not read.
+ * - On MySQL, asks for causal reads on each connection before its first use (see causalReads).
  */
 class RegistryDataSource extends DataSource {
   constructor(
@@ -181,6 +184,7 @@ class RegistryDataSource extends DataSource {
       }
     }
     const pool: unknown = 'pool' in this.driver ? this.driver.pool : undefined;
+    if (pool instanceof EventEmitter) causalReads(pool);
     const counter = this.poolEvents;
     if (counter && pool instanceof EventEmitter) {
       // Each event shows from the first connection on, at 0 until it comes. A DataSource connected
@@ -192,6 +196,29 @@ class RegistryDataSource extends DataSource {
     }
     return this;
   }
+}
+
+/**
+ * Every connection of the pool reads causally on a Galera node (wsrep_sync_wait = 1): a read, or
+ * the start of a transaction, first waits until this node has applied every write the cluster had
+ * committed when it was sent. A client whose write went through one node and whose next request
+ * lands on another instance, on another node, reads that write (and a logout, a password change
+ * or a deletion made through any node is seen by the session check at once). Without Galera the
+ * variable does nothing (MariaDB: wsrep off); MySQL has no such variable and refuses it, which is
+ * ignored. Sent on a connection's first acquisition, queued ahead of the statement it was taken
+ * for: TypeORM opens the pool's first connection before the pool can be listened to, so its
+ * 'connection' event would be missed.
+ */
+function causalReads(pool: EventEmitter): void {
+  const asked = new WeakSet<object>();
+  pool.on('acquire', (connection: PoolConnection) => {
+    if (asked.has(connection)) return;
+    asked.add(connection);
+    connection.query(CAUSAL_READS, (error) => {
+      // Anything but MySQL's unknown variable: the connection is not used without the setting.
+      if (error && error.code !== 'ER_UNKNOWN_SYSTEM_VARIABLE') connection.destroy();
+    });
+  });
 }
 
 export function createDataSource(db: DatabaseConfig, extras: DataSourceExtras = {}): DataSource {
