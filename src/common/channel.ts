@@ -51,6 +51,11 @@ export interface Channels {
   keyed<T>(spec: KeyedChannelSpec<T>): KeyedChannel<T>;
   /** Whether messages travel to and from the other instances right now; undefined without Redis. */
   readonly connected: boolean | undefined;
+  /**
+   * `connected`, checked with the servers where the connections' state cannot tell (a Redis
+   * Cluster whose master is lost alone): for GET /readyz.
+   */
+  check(): Promise<boolean | undefined>;
   close(): Promise<void>;
 }
 
@@ -98,6 +103,10 @@ export class LocalChannels implements Channels {
 
   readonly connected = undefined;
 
+  async check(): Promise<undefined> {
+    return undefined;
+  }
+
   async close(): Promise<void> {}
 }
 
@@ -118,6 +127,14 @@ interface RedisLink {
 }
 
 const isCluster = (client: RedisClient): client is Cluster => client.isCluster;
+
+/** A Redis Cluster's masters are pinged at most this often for readiness (see RedisChannels.check), */
+const CHECK_EVERY_MS = 1000;
+/** and a master that has not answered within this counts as lost. */
+const CHECK_TIMEOUT_MS = 500;
+
+/** Whether both connections of the channels are up. */
+const linked = ({ publisher, subscriber }: RedisLink): boolean => publisher.status === 'ready' && subscriber.status === 'ready';
 
 class RedisChannel<T> extends LocalChannel<T> {
   constructor(
@@ -149,7 +166,7 @@ class RedisChannel<T> extends LocalChannel<T> {
   }
 
   override get connected(): boolean {
-    return this.link.subscriber.status === 'ready';
+    return linked(this.link);
   }
 
   /** Follows `channel`: while Redis is away, the subscriber connection queues this and follows it again once back. */
@@ -195,6 +212,8 @@ export class RedisChannels implements Channels {
   private readonly named = new Map<string, (text: string) => void>();
   private readonly prefixed: { readonly prefix: string; readonly receive: (text: string) => void }[] = [];
   private readonly labels: string[] = [];
+  /** The last check of a Redis Cluster's masters (see `check`). */
+  private checked: { readonly at: number; readonly answer: Promise<boolean> } | undefined;
 
   constructor(publisher: RedisClient, log: ChannelLog) {
     const sharded = publisher.isCluster;
@@ -233,7 +252,36 @@ export class RedisChannels implements Channels {
   }
 
   get connected(): boolean {
-    return this.link.publisher.status === 'ready' && this.link.subscriber.status === 'ready';
+    return linked(this.link);
+  }
+
+  /**
+   * A Redis Cluster reports itself ready while one of its masters is lost (the slots of that
+   * master, and the channels in them, are away; its connection may not even have been opened,
+   * ioredis connects to a master when a command is for it): every master is pinged, at most once
+   * every CHECK_EVERY_MS whatever the number of /readyz calls, and one that has not answered
+   * within CHECK_TIMEOUT_MS counts as lost. A single Redis: the connections' state.
+   */
+  check(): Promise<boolean> {
+    const { publisher } = this.link;
+    if (!isCluster(publisher) || !linked(this.link)) return Promise.resolve(linked(this.link));
+    const now = Date.now();
+    if (this.checked && now - this.checked.at < CHECK_EVERY_MS) return this.checked.answer;
+    const answer = Promise.all(
+      publisher.nodes('master').map(
+        (node) =>
+          new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS);
+            node.ping().then(
+              () => resolve(true),
+              () => resolve(false),
+            );
+            timer.unref();
+          }),
+      ),
+    ).then((answers) => answers.every(Boolean) && linked(this.link));
+    this.checked = { at: now, answer };
+    return answer;
   }
 
   /** Disconnects, not quits: quit would wait behind commands queued while Redis is away. */

@@ -183,10 +183,11 @@ class RegistryDataSource extends DataSource {
         }
       }
     }
-    const pool: unknown = 'pool' in this.driver ? this.driver.pool : undefined;
-    if (pool instanceof EventEmitter) causalReads(pool);
+    const found: unknown = 'pool' in this.driver ? this.driver.pool : undefined;
+    const pool = found instanceof EventEmitter ? (found as EventEmitter) : undefined;
+    if (pool) causalReads(pool);
     const counter = this.poolEvents;
-    if (counter && pool instanceof EventEmitter) {
+    if (counter && pool) {
       // Each event shows from the first connection on, at 0 until it comes. A DataSource connected
       // again (DatabaseConnector) has a new pool: the counts go on.
       for (const event of POOL_EVENTS) {

@@ -63,12 +63,13 @@ export function registerHealthRoutes(
   app: FastifyInstance,
   dataSource: DataSource,
   database: { ready: boolean },
-  redis?: { readonly connected: boolean | undefined },
+  redis?: { check(): Promise<boolean | undefined> },
 ): void {
   app.decorate('lifecycle', { draining: false });
   app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
   app.get('/readyz', { logLevel: 'warn' }, async (_request, reply) => {
-    const relays = redis?.connected === undefined ? {} : { redis: redis.connected ? 'connected' : 'unavailable' };
+    const connected = await redis?.check();
+    const relays = connected === undefined ? {} : { redis: connected ? 'connected' : 'unavailable' };
     if (app.lifecycle.draining) return reply.code(503).send({ status: 'draining', code: 'SERVICE_UNAVAILABLE', ...relays });
     if (database.ready && (await ping(dataSource))) return { status: 'ready', ...relays };
     return reply.code(503).send({ status: 'unavailable', code: 'SERVICE_UNAVAILABLE', ...relays });

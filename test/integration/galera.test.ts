@@ -143,7 +143,11 @@ describe('three instances on a three-node Galera cluster', () => {
       // Node 2 catches up a moment later; its instance's reads wait for it.
       const release = new Promise((resolve) => setTimeout(resolve, 300)).then(() => behind.query('UNLOCK TABLES'));
       const [login, creatures, loggedOut] = await Promise.all([
-        apps[1].inject({ method: 'POST', url: '/trainer/authenticate', payload: { email: `${nickname}@example.test`, password: 'password-123' } }),
+        apps[1].inject({
+          method: 'POST',
+          url: '/trainer/authenticate',
+          payload: { email: `${nickname}@example.test`, password: 'password-123' },
+        }),
         apps[1].inject({ method: 'GET', url: `/trainer/${owner.trainer.id}/creature`, headers: bearer(owner.token) }),
         apps[1].inject({ method: 'GET', url: `/trainer/${leaving.trainer.id}`, headers: bearer(session.token) }),
       ]);
@@ -253,11 +257,17 @@ describe('three instances on a three-node Galera cluster', () => {
     });
     expect(removed.statusCode).toBe(204);
     for (const app of [apps[1], apps[2]]) {
-      expect((await app.inject({ method: 'GET', url: `/trainer/${changing.trainer.id}`, headers: bearer(other.token) })).statusCode).toBe(401);
-      expect((await app.inject({ method: 'GET', url: `/trainer/${changing.trainer.id}`, headers: bearer(changing.token) })).statusCode).toBe(200);
+      expect((await app.inject({ method: 'GET', url: `/trainer/${changing.trainer.id}`, headers: bearer(other.token) })).statusCode).toBe(
+        401,
+      );
+      expect(
+        (await app.inject({ method: 'GET', url: `/trainer/${changing.trainer.id}`, headers: bearer(changing.token) })).statusCode,
+      ).toBe(200);
     }
     for (const app of [apps[0], apps[2]]) {
-      expect((await app.inject({ method: 'GET', url: `/trainer/${deleting.trainer.id}`, headers: bearer(deleting.token) })).statusCode).toBe(401);
+      expect(
+        (await app.inject({ method: 'GET', url: `/trainer/${deleting.trainer.id}`, headers: bearer(deleting.token) })).statusCode,
+      ).toBe(401);
       const lookup = await app.inject({ method: 'GET', url: `/trainer/${deleting.trainer.id}`, headers: bearer(changing.token) });
       expect(lookup.statusCode).toBe(404);
     }
