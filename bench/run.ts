@@ -14,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createConnection } from 'mysql2/promise';
 import { renderAbuse, runAbuse } from './abuse';
+import { renderCluster, runCluster } from './cluster';
 import { renderEvents, runEvents } from './events';
 import { renderScale, runScale } from './scale';
 import { CursorCodec } from '../src/common/cursor';
@@ -47,6 +48,10 @@ const { values: args } = parseArgs({
     events: { type: 'boolean', default: false },
     // Only the scale section (bench/scale.ts): the service at several registry sizes, side by side.
     scale: { type: 'boolean', default: false },
+    // Only the cluster section (bench/cluster.ts): three instances on a private three-node Galera cluster.
+    cluster: { type: 'boolean', default: false },
+    // With --cluster: writers per instance (default 8).
+    writers: { type: 'string' },
     // With --scale: the sizes, comma-separated (default 100000,5000000).
     sizes: { type: 'string' },
     'redis-url': { type: 'string' },
@@ -845,7 +850,36 @@ async function scaleSection(): Promise<void> {
   log(`wrote ${join(options.out, `${stamp}.{json,md}`)}`);
 }
 
+/** `--cluster`: bench/cluster.ts; printed and written as bench/results/<timestamp>-cluster.{md,json}. */
+async function clusterSection(): Promise<void> {
+  const startScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const writers = Number(args.writers ?? 8);
+  const duration = Number(args.duration ?? 20);
+  const rows = await runCluster({
+    root,
+    nodeFlags: startScript.split(/\s+/).filter((word) => word.startsWith('--')),
+    jwtSecret: JWT_SECRET,
+    duration,
+    writers,
+    log,
+  });
+  const when = new Date().toISOString();
+  const stamp = `${when.replace(/[:.]/g, '-')}-cluster`;
+  const machine = describeMachine();
+  const table = renderCluster(rows, writers, duration);
+  writeFileSync(join(options.out, `${stamp}.json`), `${JSON.stringify({ when, machine, writers, duration, rows }, null, 2)}\n`);
+  writeFileSync(join(options.out, `${stamp}.md`), `# Cluster section, ${when}\n\n${machine}\n\n${table}\n`);
+  writeLatest('-cluster', `# Cluster section, ${when}\n\n${machine}\n\n${table}\n`);
+  process.stdout.write(`${table}\n`);
+  log(`wrote ${join(options.out, `${stamp}.{json,md}`)}`);
+}
+
 async function main(): Promise<void> {
+  if (args.cluster) {
+    mkdirSync(options.out, { recursive: true });
+    await clusterSection();
+    return;
+  }
   if (args.scale) {
     mkdirSync(options.out, { recursive: true });
     await scaleSection();

@@ -106,6 +106,13 @@ function mergedRead(
 
 /** Ids live in buckets of this many for trainer_count (see the ListsByIndex migration). */
 const COUNT_BUCKET = 65536;
+/**
+ * MySQL: the slot of trainer_count a write counts in (see the CountSlots migration): the offset of
+ * the server's ids, its own on each node of a Galera cluster, so writes through different nodes
+ * change different rows and the cluster does not refuse them as conflicting; 1 on a server alone.
+ * SQLite: slot 1, the column's default.
+ */
+const COUNT_SLOT = '@@auto_increment_offset';
 
 /** Above every character of the nickname alphabet: `text` and this bound every suffix that starts with `text`. */
 const AFTER_ALPHABET = '~';
@@ -206,8 +213,8 @@ export class TrainerQueries {
       { sql: suffixesOf(this.sql.isMysql, `t.id = ${newId}`), params: [] },
       {
         sql: this.sql.isMysql
-          ? `INSERT INTO trainer_count (bucket, team, n) VALUES (${newId} DIV ${COUNT_BUCKET}, ?, 1) ON DUPLICATE KEY UPDATE n = n + 1`
-          : `INSERT INTO trainer_count (bucket, team, n) VALUES (${newId} / ${COUNT_BUCKET}, ?, 1) ON CONFLICT (bucket, team) DO UPDATE SET n = n + 1`,
+          ? `INSERT INTO trainer_count (bucket, team, slot, n) VALUES (${newId} DIV ${COUNT_BUCKET}, ?, ${COUNT_SLOT}, 1) ON DUPLICATE KEY UPDATE n = n + 1`
+          : `INSERT INTO trainer_count (bucket, team, n) VALUES (${newId} / ${COUNT_BUCKET}, ?, 1) ON CONFLICT (bucket, team, slot) DO UPDATE SET n = n + 1`,
         params: [row.team],
       },
     ]);
@@ -252,14 +259,14 @@ export class TrainerQueries {
     }
     if (change.team !== undefined) {
       // +1 for the new team and -1 for the trainer's team as its row holds it, when they differ.
-      const moves =
-        'SELECT ? AS bucket, m.team, m.d FROM (SELECT ? AS team, 1 AS d UNION ALL SELECT team, -1 FROM trainer WHERE id = ?) m' +
+      const moves = (slot: string) =>
+        `SELECT ? AS bucket, m.team, ${slot}, m.d FROM (SELECT ? AS team, 1 AS d UNION ALL SELECT team, -1 FROM trainer WHERE id = ?) m` +
         ' WHERE EXISTS (SELECT 1 FROM trainer WHERE id = ? AND team <> ?)';
       statements.push(
         {
           sql: this.sql.isMysql
-            ? `INSERT INTO trainer_count (bucket, team, n) ${moves} ORDER BY m.team ON DUPLICATE KEY UPDATE n = n + VALUES(n)`
-            : `INSERT INTO trainer_count (bucket, team, n) ${moves} ON CONFLICT (bucket, team) DO UPDATE SET n = n + excluded.n`,
+            ? `INSERT INTO trainer_count (bucket, team, slot, n) ${moves(COUNT_SLOT)} ORDER BY m.team ON DUPLICATE KEY UPDATE n = n + VALUES(n)`
+            : `INSERT INTO trainer_count (bucket, team, slot, n) ${moves('1')} ON CONFLICT (bucket, team, slot) DO UPDATE SET n = n + excluded.n`,
           params: [Math.floor(id / COUNT_BUCKET), change.team, id, id, change.team],
         },
         { sql: 'UPDATE trainer SET team = ? WHERE id = ?', params: [change.team, id] },
@@ -333,7 +340,9 @@ export class TrainerQueries {
         endSessionsStatement(id, undefined, claimed),
         { sql: `DELETE FROM trainer_nickname_suffix WHERE trainer_id = ? AND ${claimed.sql}`, params: [id, ...claimed.params] },
         {
-          sql: 'UPDATE trainer_count SET n = n - 1 WHERE bucket = ? AND team = (SELECT team FROM trainer WHERE id = ? AND password_hash = ?)',
+          sql: this.sql.isMysql
+            ? `INSERT INTO trainer_count (bucket, team, slot, n) SELECT ?, team, ${COUNT_SLOT}, -1 FROM trainer WHERE id = ? AND password_hash = ? ON DUPLICATE KEY UPDATE n = n - 1`
+            : 'INSERT INTO trainer_count (bucket, team, n) SELECT ?, team, -1 FROM trainer WHERE id = ? AND password_hash = ? ON CONFLICT (bucket, team, slot) DO UPDATE SET n = n - 1',
           params: [Math.floor(id / COUNT_BUCKET), id, mark],
         },
         { sql: 'DELETE FROM trainer WHERE id = ? AND password_hash = ?', params: [id, mark] },

@@ -11,6 +11,7 @@ import { BigIds1796200000000 } from './1796200000000-BigIds';
 import { ListsByIndex1796300000000 } from './1796300000000-ListsByIndex';
 import { CreaturePagesByIndex1796400000000 } from './1796400000000-CreaturePagesByIndex';
 import { ReplicaHeartbeat1796500000000 } from './1796500000000-ReplicaHeartbeat';
+import { CountSlots1796600000000 } from './1796600000000-CountSlots';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
 export const migrations = [
@@ -27,4 +28,5 @@ export const migrations = [
   ListsByIndex1796300000000,
   CreaturePagesByIndex1796400000000,
   ReplicaHeartbeat1796500000000,
+  CountSlots1796600000000,
 ];
