@@ -41,7 +41,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function conflicts(base: string): Promise<{ retried: number; gaveUp: number }> {
   const text = await fetch(`${base}/metrics`).then((r) => r.text());
-  const count = (outcome: string) => Number(new RegExp(`^db_lock_conflicts_total\\{outcome="${outcome}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  const count = (outcome: string) =>
+    Number(new RegExp(`^db_lock_conflicts_total\\{outcome="${outcome}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
   return { retried: count('retried'), gaveUp: count('gave_up') };
 }
 
@@ -90,7 +91,12 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterRow[]> {
     await Promise.all(
       instances.map(async ({ base, process: child }) => {
         const deadline = Date.now() + 120_000;
-        while ((await fetch(`${base}/readyz`).then((r) => r.status, () => 0)) !== 200) {
+        while (
+          (await fetch(`${base}/readyz`).then(
+            (r) => r.status,
+            () => 0,
+          )) !== 200
+        ) {
           if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${base} did not become ready`);
           await sleep(200);
         }

@@ -18,7 +18,9 @@ export class CountSlots1796600000000 implements MigrationInterface {
       await queryRunner.query(
         'CREATE TABLE "trainer_count_slots" ("bucket" integer NOT NULL, "team" varchar(8) NOT NULL, "slot" integer NOT NULL DEFAULT 1, "n" integer NOT NULL, PRIMARY KEY ("bucket", "team", "slot")) WITHOUT ROWID',
       );
-      await queryRunner.query('INSERT INTO "trainer_count_slots" ("bucket", "team", "slot", "n") SELECT "bucket", "team", 1, "n" FROM "trainer_count"');
+      await queryRunner.query(
+        'INSERT INTO "trainer_count_slots" ("bucket", "team", "slot", "n") SELECT "bucket", "team", 1, "n" FROM "trainer_count"',
+      );
       await queryRunner.query('DROP TABLE "trainer_count"');
       await queryRunner.query('ALTER TABLE "trainer_count_slots" RENAME TO "trainer_count"');
       return;
@@ -34,7 +36,9 @@ export class CountSlots1796600000000 implements MigrationInterface {
       await queryRunner.query(
         'CREATE TABLE "trainer_count_one" ("bucket" integer NOT NULL, "team" varchar(8) NOT NULL, "n" integer NOT NULL, PRIMARY KEY ("bucket", "team")) WITHOUT ROWID',
       );
-      await queryRunner.query('INSERT INTO "trainer_count_one" ("bucket", "team", "n") SELECT "bucket", "team", SUM("n") FROM "trainer_count" GROUP BY "bucket", "team"');
+      await queryRunner.query(
+        'INSERT INTO "trainer_count_one" ("bucket", "team", "n") SELECT "bucket", "team", SUM("n") FROM "trainer_count" GROUP BY "bucket", "team"',
+      );
       await queryRunner.query('DROP TABLE "trainer_count"');
       await queryRunner.query('ALTER TABLE "trainer_count_one" RENAME TO "trainer_count"');
       return;
@@ -42,7 +46,9 @@ export class CountSlots1796600000000 implements MigrationInterface {
     await queryRunner.query(
       'CREATE TABLE `trainer_count_one` (`bucket` bigint NOT NULL, `team` varchar(8) NOT NULL, `n` bigint NOT NULL, PRIMARY KEY (`bucket`, `team`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin',
     );
-    await queryRunner.query('INSERT INTO `trainer_count_one` (`bucket`, `team`, `n`) SELECT `bucket`, `team`, SUM(`n`) FROM `trainer_count` GROUP BY `bucket`, `team`');
+    await queryRunner.query(
+      'INSERT INTO `trainer_count_one` (`bucket`, `team`, `n`) SELECT `bucket`, `team`, SUM(`n`) FROM `trainer_count` GROUP BY `bucket`, `team`',
+    );
     await queryRunner.query('DROP TABLE `trainer_count`');
     await queryRunner.query('RENAME TABLE `trainer_count_one` TO `trainer_count`');
   }
