@@ -101,10 +101,19 @@ async function databaseUrl(): Promise<{ url: string; seeded: boolean }> {
   try {
     if (!args.reseed) {
       // Creatures the create/delete case left when it was cut off between a create and its
-      // delete (named b<hex>; the seed's are "Creature n"): without them the sizes match again.
-      await admin.query(`DELETE FROM \`${name}\`.creature WHERE trainer_id = 1 AND name LIKE 'b%'`).catch(() => undefined);
-      // And those of the events section (named ev-...), were it cut off the same way.
-      await admin.query(`DELETE FROM \`${name}\`.creature WHERE name LIKE 'ev-%'`).catch(() => undefined);
+      // delete (named b<hex>; the seed's are "Creature n"), and those of the events section
+      // (named ev-...), were it cut off the same way: without them the sizes match again. Removed
+      // by plain SQL, so their trainers' counts are made again, as `npm run reconcile` would.
+      const left = `FROM \`${name}\`.creature WHERE (trainer_id = 1 AND name LIKE 'b%') OR name LIKE 'ev-%'`;
+      const [owners] = await admin.query(`SELECT DISTINCT trainer_id AS id ${left}`).catch(() => [[]] as const);
+      const ids = (owners as { id: number }[]).map((row) => Number(row.id));
+      if (ids.length > 0) {
+        await admin.query(`DELETE ${left}`);
+        await admin.query(
+          `UPDATE \`${name}\`.trainer t SET creatures_owned = (SELECT COUNT(*) FROM \`${name}\`.creature c WHERE c.trainer_id = t.id) WHERE t.id IN (?)`,
+          [ids],
+        );
+      }
       const [rows] = await admin
         .query(`SELECT (SELECT COUNT(*) FROM \`${name}\`.trainer) AS t, (SELECT COUNT(*) FROM \`${name}\`.creature) AS c`)
         .catch(() => [[{ t: -1, c: -1 }]] as const);
