@@ -89,7 +89,13 @@ describe.each(databases)('the migrations since the sessions, on %s', (kind) => {
         (await dataSource.query<{ suffix: string }[]>('SELECT suffix FROM trainer_nickname_suffix ORDER BY suffix')).map(
           (row) => row.suffix,
         );
-      // The newest first: the replicas' heartbeat table (MySQL only),
+      // The newest first: the count slots (each bucket's slots summed into one row again),
+      await dataSource.query("INSERT INTO trainer_count (bucket, team, slot, n) VALUES (9, 'MYSTIC', 1, 2), (9, 'MYSTIC', 2, 3)");
+      await dataSource.undoLastMigration();
+      const bucket9 = await dataSource.query<{ n: number | string }[]>('SELECT n FROM trainer_count WHERE bucket = 9');
+      expect(bucket9.map((row) => Number(row.n))).toEqual([5]);
+      await expect(dataSource.query('SELECT slot FROM trainer_count')).rejects.toThrow();
+      // then the replicas' heartbeat table (MySQL only),
       const heartbeat = async () => dataSource.query<unknown[]>('SELECT id FROM replica_heartbeat');
       if (dataSource.options.type !== 'better-sqlite3') expect(await heartbeat()).toEqual([]);
       await dataSource.undoLastMigration();
