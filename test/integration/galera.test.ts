@@ -100,7 +100,8 @@ describe('three instances on a three-node Galera cluster', () => {
     for (let round = 0; round < 10; round += 1) {
       answers.push(...(await Promise.all(apps.flatMap((app, i) => [register(app), create(app, round * 3 + i)]))));
     }
-    expect(answers.map((answer) => answer.statusCode).filter((status) => status !== 201)).toEqual([]);
+    // What went wrong, when anything did: the status and the body of each answer that is not 201.
+    expect(answers.filter((answer) => answer.statusCode !== 201).map((answer) => `${answer.statusCode} ${answer.body}`)).toEqual([]);
     const [{ n: creatures }] = (await cluster.query(0, `SELECT COUNT(*) AS n FROM ${DATABASE}.creature WHERE trainer_id = ?`, [
       owner.trainer.id,
     ])) as { n: number | string }[];
@@ -225,7 +226,8 @@ describe('three instances on a three-node Galera cluster', () => {
         ),
       ),
     );
-    expect(answers.map((answer) => answer.statusCode).filter((status) => status !== 201)).toEqual([]);
+    // What went wrong, when anything did: the status and the body of each answer that is not 201.
+    expect(answers.filter((answer) => answer.statusCode !== 201).map((answer) => `${answer.statusCode} ${answer.body}`)).toEqual([]);
     await until(() => watches.every((w) => w.events.length === 12), 'twelve events on every instance', 10_000);
     const created = new Set(answers.map((answer) => String(answer.json<{ id: number }>().id)));
     for (const w of watches) {
