@@ -1,6 +1,6 @@
 import type { Creature } from '../creatures/creature.entity';
 import { AppError } from '../errors';
-import { TRAINER_COLUMNS, type OwnProperty, type ShownProperty } from '../trainers/trainer.columns';
+import type { OwnProperty, ShownProperty } from '../trainers/trainer.columns';
 import type { Trainer } from '../trainers/trainer.entity';
 import { CONDITION_NAMES, type TrainerConditions } from '../trainers/trainer-filter';
 import { visibleEmail } from '../trainers/trainer.service';
@@ -35,15 +35,19 @@ export interface TrainerPageJson {
  * only one a list makes for each.
  */
 export function presentTrainer(trainer: Trainer, readerId: number): TrainerJson {
-  const json: Record<string, unknown> = {};
-  for (const column of TRAINER_COLUMNS) {
-    const value = trainer[column.property];
-    if (column.shown === 'itself') {
-      // Shown as visibleEmail decides (the trainer itself only), and absent otherwise.
-      if (visibleEmail(trainer, readerId) !== null) json[column.property] = value;
-    } else json[column.property] = column.read === 'count' ? (value ?? 0) : value;
-  }
-  return json as TrainerJson;
+  // A literal of one shape for every trainer (TrainerJson names every shown column, so a new
+  // column fails the build here until it is added); the email is left undefined, which the
+  // serializer leaves out, unless visibleEmail shows it.
+  return {
+    id: trainer.id,
+    nickname: trainer.nickname,
+    firstName: trainer.firstName,
+    lastName: trainer.lastName,
+    email: visibleEmail(trainer, readerId) ?? undefined,
+    team: trainer.team,
+    creaturesOwned: trainer.creaturesOwned ?? 0,
+    createdAt: trainer.createdAt,
+  };
 }
 
 /** A trainer read for `readerId` (presentTrainer), or NOT_FOUND when there is none with that id (GraphQL answers null). */
