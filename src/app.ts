@@ -12,7 +12,9 @@ import { registerGraphQL } from './graphql/plugin';
 import type { DocumentCheck } from './graphql/pipeline';
 import { AppError } from './errors';
 import { limitBodyChunks, registerStrictJsonParser } from './http/json-body';
-import { schedulePurge } from './auth/session.service';
+import { sessionPurge } from './auth/session.service';
+import { scheduleChore } from './common/housekeeping';
+import { eventPruning } from './events/event-log';
 import { routeEveryMethod } from './http/method-not-allowed';
 import { clientErrorHandler, problemErrorHandler, problemNotFoundHandler, sendProblem } from './rest/problem';
 import { registerDocs } from './ops/docs';
@@ -197,8 +199,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const channels = openChannels(redis, app);
     const services = createServices(dataSource, config, redis, tracing, replicas, { listClock: options.listClock, channels, metrics });
     app.decorate('services', services);
-    const purge = schedulePurge(services.sessions, app.log);
-    app.addHook('onClose', () => purge.stop());
+    const chores = [scheduleChore(sessionPurge(services.sessions), app.log), scheduleChore(eventPruning(services.eventLog), app.log)];
+    app.addHook('onClose', async () => {
+      await services.events.stop();
+      await Promise.all(chores.map((chore) => chore.stop()));
+    });
 
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);

@@ -20,6 +20,8 @@ export interface Config {
   readonly refreshTtlSeconds: number;
   /** How long a refresh token just spent by a refresh may be presented again for the same new pair. */
   readonly refreshReuseGraceSeconds: number;
+  /** EVENTS_RETENTION: how long creature events stay kept for subscribers that resume (each trainer's last 1,000 stay longer). */
+  readonly eventsRetentionSeconds: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly corsOrigins: readonly string[];
   readonly graphqlIntrospection: boolean;
@@ -157,6 +159,8 @@ const envSchema = z.object({
   REFRESH_TTL: tokenLifetime.default(30 * 86400),
   // Long enough for a retry or a second tab; longer would only widen a thief's window.
   REFRESH_REUSE_GRACE: durationUpTo(300, '5m').default(10),
+  // How long creature events stay kept for subscribers that resume (each trainer's last 1,000 stay whatever their age).
+  EVENTS_RETENTION: durationUpTo(365 * 86400, '365d').default(86400),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   CORS_ORIGINS: z
     .string()
@@ -385,6 +389,7 @@ export function loadConfig(env: Env = process.env): Config {
     jwtTtlSeconds: e.JWT_TTL,
     refreshTtlSeconds: e.REFRESH_TTL,
     refreshReuseGraceSeconds: e.REFRESH_REUSE_GRACE,
+    eventsRetentionSeconds: e.EVENTS_RETENTION,
     logLevel: e.LOG_LEVEL,
     corsOrigins: Object.freeze(e.CORS_ORIGINS),
     graphqlIntrospection: e.GRAPHQL_INTROSPECTION ?? !isProduction,

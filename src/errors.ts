@@ -13,6 +13,11 @@ export const ERROR_STATUS = {
   DUPLICATE_CREATURE: 409,
   TRAINER_ALREADY_EXISTS: 409,
   REQUEST_TIMEOUT: 408,
+  /**
+   * A resumed subscription (`creatureEvents(after)`) whose missed events are no longer kept: the
+   * client fetches the data again and subscribes anew. GraphQL only; 410 is its REST status.
+   */
+  EVENTS_EXPIRED: 410,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,

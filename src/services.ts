@@ -18,6 +18,7 @@ import { SessionQueries } from './auth/session.queries';
 import { SessionService } from './auth/session.service';
 import { SESSION_ENDINGS, type SessionEndings } from './auth/session-endings';
 import { CREATURE_EVENTS, CreatureEventBus } from './events/event-bus';
+import { EventLog } from './events/event-log';
 import { LIST_CHANGES } from './trainers/trainer-lists';
 import { LocalChannels, type Channels } from './common/channel';
 import { AccountService } from './trainers/account.service';
@@ -39,6 +40,8 @@ export interface Services {
   readonly sessionEndings: SessionEndings;
   /** Creature events for subscriptions (published after each committed write). */
   readonly events: CreatureEventBus;
+  /** The kept creature events (resumed subscriptions, gaps), pruned now and then. */
+  readonly eventLog: EventLog;
   readonly hasher: PasswordHasher;
 }
 
@@ -64,10 +67,20 @@ export function createServices(
 ): Services {
   const sql = new Sql(dataSource, { timeoutMs: QUERY_TIMEOUT_MS, slowMs: config.slowQueryMs }, tracing, replicas, metrics);
   const trainerQueries = new TrainerQueries(sql);
-  const creatureQueries = new CreatureQueries(sql);
+  const eventLog = new EventLog(sql, config.eventsRetentionSeconds * 1000);
+  const creatureQueries = new CreatureQueries(sql, eventLog);
   const delay = new RefusalDelay(config.rateLimitedDelayMs);
   const hasher = new PasswordHasher(undefined, delay);
-  const events = new CreatureEventBus((trainerId) => trainerQueries.eventSeq(trainerId), undefined, channels.keyed(CREATURE_EVENTS));
+  const events = new CreatureEventBus(
+    {
+      position: (trainerId) => trainerQueries.eventSeq(trainerId),
+      positions: (trainerIds) => trainerQueries.eventSeqs(trainerIds),
+      read: (trainerId, after, upTo, limit) => eventLog.read(trainerId, after, upTo, limit),
+      firstKept: (trainerId) => eventLog.firstKept(trainerId),
+    },
+    {},
+    channels.keyed(CREATURE_EVENTS),
+  );
   const creatures = new CreatureService(
     creatureQueries,
     trainerQueries,
@@ -102,6 +115,6 @@ export function createServices(
     sessionEndings,
   );
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
-  const accounts = new AccountService(trainerQueries, lists, hasher, throttle, sessionEndings, events);
-  return { trainers, lists, creatures, auth, accounts, sessions, sessionEndings, events, hasher };
+  const accounts = new AccountService(trainerQueries, lists, hasher, throttle, sessionEndings, events, eventLog);
+  return { trainers, lists, creatures, auth, accounts, sessions, sessionEndings, events, eventLog, hasher };
 }

@@ -1,3 +1,4 @@
+import type { Chore } from '../common/housekeeping';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors';
 import type { SessionEndings } from './session-endings';
@@ -170,39 +171,13 @@ export class SessionService {
   }
 }
 
-/** How often each instance deletes expired sessions (several instances may; the deletes do not conflict). */
-const PURGE_EVERY_MS = 10 * 60_000;
-/** The first purge comes soon after start, so that a fleet restarted often still purges. */
-const FIRST_PURGE_MS = 30_000;
-
 /**
- * Runs SessionService.purgeExpired now and then, until stopped (the app's onClose). A failed
- * purge (the database away) is logged and tried again at the next turn.
+ * Deleting expired sessions, on each instance now and then (several instances may; the deletes do
+ * not conflict). The first comes soon after start, so that a fleet restarted often still purges.
  */
-export function schedulePurge(
-  sessions: SessionService,
-  log: { info(details: object, message: string): void; warn(details: object, message: string): void },
-): { stop(): Promise<void> } {
-  let running: Promise<void> | undefined;
-  let timer: NodeJS.Timeout;
-  const run = () => {
-    running = sessions
-      .purgeExpired()
-      .then((deleted) => {
-        if (deleted > 0) log.info({ deleted }, 'expired sessions purged');
-      })
-      .catch((error: unknown) => log.warn({ err: error }, 'purging expired sessions failed; trying again later'))
-      .finally(() => {
-        running = undefined;
-        timer = setTimeout(run, PURGE_EVERY_MS).unref();
-      });
-  };
-  timer = setTimeout(run, FIRST_PURGE_MS).unref();
-  return {
-    async stop() {
-      clearTimeout(timer);
-      await running;
-      clearTimeout(timer);
-    },
-  };
-}
+export const sessionPurge = (sessions: SessionService): Chore => ({
+  label: 'purging expired sessions',
+  run: () => sessions.purgeExpired(),
+  firstMs: 30_000,
+  everyMs: 10 * 60_000,
+});

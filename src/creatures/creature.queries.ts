@@ -1,5 +1,7 @@
 import { placeholders, sqlDate, sqlInt, type BatchStatement, type Sql } from '../db/sql';
 import { eventSeqOf, nextEventSeqStatements } from '../trainers/event-seq.queries';
+import { CreatureEventKind } from '../events/creature-event';
+import type { EventLog } from '../events/event-log';
 import { Creature } from './creature.entity';
 
 /*
@@ -98,13 +100,18 @@ export function leftCreatures(
 export const creaturesRead = (rows: readonly unknown[]): Creature[] => (rows as CreatureRow[]).map(toCreature);
 
 export class CreatureQueries {
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    /** Where each write's event is kept, in the write's transaction. */
+    private readonly events: EventLog,
+  ) {}
 
   /**
-   * Inserts a creature and counts its event, in one transaction; the creature and the event's
-   * number. The unique index on (trainer, name key) decides duplicates (the error is thrown).
+   * Inserts a creature and counts its event, in one transaction with the event kept (at `at`);
+   * the creature and the event's number. The unique index on (trainer, name key) decides
+   * duplicates (the error is thrown).
    */
-  async insertCounted(row: NewCreatureRow): Promise<Counted | null> {
+  async insertCounted(row: NewCreatureRow, at: Date): Promise<Counted | null> {
     const counting = nextEventSeqStatements(this.sql.isMysql, row.trainerId, undefined, 1);
     const [bump, inserted] = (
       await this.sql.batch([
@@ -113,6 +120,7 @@ export class CreatureQueries {
           sql: 'INSERT INTO creature (name, name_key, species_id, level, trainer_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
           params: [row.name, row.nameKey, row.speciesId, row.level, row.trainerId, this.sql.date(row.createdAt)],
         },
+        ...this.events.recordStatements(CreatureEventKind.CREATED, row.trainerId, undefined, at),
       ])
     ).slice(counting.length - 1);
     const seq = eventSeqOf(this.sql.isMysql, bump);
@@ -168,11 +176,17 @@ export class CreatureQueries {
 
   /**
    * Renames and/or re-levels a creature if `trainerId` owns it, and counts its event, in one
-   * transaction; the creature as it now is and the event's number, or null when the trainer has
-   * no such creature (deleted meanwhile: nothing is counted). The unique index on (trainer, name
-   * key) decides duplicates, as for inserts (the error is thrown, and nothing is counted).
+   * transaction with the event kept (at `at`); the creature as it now is and the event's number,
+   * or null when the trainer has no such creature (deleted meanwhile: nothing is counted). The
+   * unique index on (trainer, name key) decides duplicates, as for inserts (the error is thrown,
+   * and nothing is counted).
    */
-  async updateCounted(id: number, trainerId: number, change: { name?: string; nameKey?: string; level?: number }): Promise<Counted | null> {
+  async updateCounted(
+    id: number,
+    trainerId: number,
+    change: { name?: string; nameKey?: string; level?: number },
+    at: Date,
+  ): Promise<Counted | null> {
     const set: string[] = [];
     const values: unknown[] = [];
     if (change.name !== undefined) {
@@ -189,6 +203,7 @@ export class CreatureQueries {
         ...counting,
         { sql: `UPDATE creature SET ${set.join(', ')} WHERE id = ? AND trainer_id = ?`, params: [...values, id, trainerId] },
         { sql: `SELECT ${COLUMNS} FROM creature WHERE id = ? AND trainer_id = ?`, params: [id, trainerId] },
+        ...this.events.recordStatements(CreatureEventKind.UPDATED, trainerId, id, at),
       ])
     ).slice(counting.length - 1);
     const seq = eventSeqOf(this.sql.isMysql, bump);
@@ -197,19 +212,22 @@ export class CreatureQueries {
   }
 
   /**
-   * Deletes a creature if `trainerId` owns it, and counts its event, in one transaction; the
-   * creature as it was and the event's number, or null when the trainer has no such creature (a
-   * concurrent delete won: nothing is counted).
+   * Deletes a creature if `trainerId` owns it, and counts its event, in one transaction with the
+   * event kept (at `at`); the creature as it was and the event's number, or null when the trainer
+   * has no such creature (a concurrent delete won: nothing is counted).
    */
-  async deleteCounted(id: number, trainerId: number): Promise<Counted | null> {
+  async deleteCounted(id: number, trainerId: number, at: Date): Promise<Counted | null> {
     const counting = nextEventSeqStatements(this.sql.isMysql, trainerId, id, -1);
-    const [bump, read, deleted] = (
+    const recording = this.events.recordStatements(CreatureEventKind.DELETED, trainerId, id, at);
+    const [bump, read, ...rest] = (
       await this.sql.batch([
         ...counting,
         { sql: `SELECT ${COLUMNS} FROM creature WHERE id = ? AND trainer_id = ?`, params: [id, trainerId] },
+        ...recording,
         { sql: 'DELETE FROM creature WHERE id = ? AND trainer_id = ?', params: [id, trainerId] },
       ])
     ).slice(counting.length - 1);
+    const deleted = rest[rest.length - 1];
     const seq = eventSeqOf(this.sql.isMysql, bump);
     const row = read.rows[0] as CreatureRow | undefined;
     return seq === null || !row || deleted.affected === 0 ? null : { creature: toCreature(row), seq };

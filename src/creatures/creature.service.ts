@@ -65,7 +65,7 @@ export class CreatureService {
       createdAt: new Date(),
     };
     try {
-      return await this.write(trainerId, CreatureEventKind.CREATED, async () => (await this.queries.insertCounted(row)) ?? throwGone());
+      return await this.write(trainerId, CreatureEventKind.CREATED, async (at) => (await this.queries.insertCounted(row, at)) ?? throwGone());
     } catch (error) {
       if (uniqueViolation(error) !== undefined) {
         throw new AppError('DUPLICATE_CREATURE', `You already have a creature named "${name}"`, [
@@ -124,7 +124,7 @@ export class CreatureService {
     return this.write(
       viewer.id,
       CreatureEventKind.DELETED,
-      async () => (await this.queries.deleteCounted(id, viewer.id)) ?? throwNotFound(id),
+      async (at) => (await this.queries.deleteCounted(id, viewer.id, at)) ?? throwNotFound(id),
     );
   }
 
@@ -156,7 +156,7 @@ export class CreatureService {
       return await this.write(
         viewer.id,
         CreatureEventKind.UPDATED,
-        async () => (await this.queries.updateCounted(id, viewer.id, { name, nameKey, level: change.level })) ?? throwNotFound(id),
+        async (at) => (await this.queries.updateCounted(id, viewer.id, { name, nameKey, level: change.level }, at)) ?? throwNotFound(id),
       );
     } catch (error) {
       if (uniqueViolation(error) === undefined) throw error;
@@ -169,12 +169,14 @@ export class CreatureService {
   /**
    * One write of a trainer's creatures and its event. The query counts the event in the write's
    * own transaction (see nextEventSeqStatement), so the trainer's event numbers follow commit
-   * order; the event is published once it has committed.
+   * order, and keeps it there (EventLog) for subscribers that resume; the event is published once
+   * it has committed, with the time it was kept with.
    */
-  private write(trainerId: number, kind: CreatureEventKind, change: () => Promise<Counted>): Promise<Creature> {
+  private write(trainerId: number, kind: CreatureEventKind, change: (at: Date) => Promise<Counted>): Promise<Creature> {
     return this.events.during(trainerId, async () => {
-      const { creature, seq } = await change();
-      this.events.publish(toMessage(kind, creature, seq));
+      const at = new Date();
+      const { creature, seq } = await change(at);
+      this.events.publish(toMessage(kind, creature, seq, at));
       return creature;
     });
   }

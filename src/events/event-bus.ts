@@ -1,5 +1,9 @@
 import { localChannel, type KeyedChannel, type KeyedChannelSpec } from '../common/channel';
+import { AppError } from '../errors';
 import { deletedEvents, isDeletion, type BusMessage, type CreatureEventMessage } from './creature-event';
+
+const expiredError = (): AppError =>
+  new AppError('EVENTS_EXPIRED', 'The events after this sequence are no longer kept: fetch the creatures again, then subscribe without after');
 
 /** Events waiting for one subscriber before it counts as too slow and is dropped. */
 const MAX_QUEUED_EVENTS = 256;
@@ -119,7 +123,7 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
     return this.ended;
   }
 
-  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+  [Symbol.asyncIterator](): this {
     return this;
   }
 
@@ -189,8 +193,75 @@ export const CREATURE_EVENTS: KeyedChannelSpec<BusMessage> = {
   },
 };
 
-/** Where the bus reads a trainer's last event number (null: no such trainer). */
-export type EventPosition = (trainerId: number) => Promise<number | null>;
+/** What the bus reads from the database: the trainers' event numbers and their kept events (EventLog). */
+export interface EventSource {
+  /** A trainer's last event number; null when there is no such trainer. */
+  position(trainerId: number): Promise<number | null>;
+  /** The last event numbers of these trainers (those that exist). */
+  positions(trainerIds: readonly number[]): Promise<Map<number, number>>;
+  /** The trainer's kept events numbered above `after` and up to `upTo`, in order, at most `limit`. */
+  read(trainerId: number, after: number, upTo: number, limit: number): Promise<CreatureEventMessage[]>;
+  /** The number of the trainer's oldest kept event; null when none is kept. */
+  firstKept(trainerId: number): Promise<number | null>;
+}
+
+/** A source with nothing kept (a bus in unit tests): gaps are given up on, nothing is replayed. */
+export const positionsOnly = (position: (trainerId: number) => Promise<number | null>): EventSource => ({
+  position,
+  positions: async (ids) => {
+    const found = new Map<number, number>();
+    for (const id of ids) {
+      const last = await position(id);
+      if (last !== null) found.set(id, last);
+    }
+    return found;
+  },
+  read: async () => [],
+  firstKept: async () => null,
+});
+
+/**
+ * What a resuming subscriber gets instead of an event when the events it missed are no longer
+ * kept (pruned while it replayed): its subscription then ends with EVENTS_EXPIRED.
+ */
+export const EXPIRED = Object.freeze({ expired: true as const });
+export type Expired = typeof EXPIRED;
+
+export const isExpired = (item: CreatureEventMessage | Expired): item is Expired => item === EXPIRED;
+
+/** One subscriber's events (an EventQueue, or kept events then one): `finished` once it has ended. */
+export interface EventStream extends AsyncIterableIterator<CreatureEventMessage | Expired> {
+  readonly finished: boolean;
+  return(): Promise<IteratorResult<CreatureEventMessage | Expired>>;
+  [Symbol.asyncIterator](): EventStream;
+}
+
+/** Kept events read per statement: by a resuming subscriber, and when a gap is filled. */
+const READ_CHUNK = 256;
+/**
+ * How often the event numbers of the trainers followed here are compared with the database
+ * (one statement per CHECK_CHUNK trainers): events that never came (Redis away, a message lost, a
+ * subscriber connection that was re-following its channels) are then read from the kept ones and
+ * delivered, in order, within that time.
+ */
+const CHECK_EVERY_MS = 2000;
+const CHECK_CHUNK = 500;
+
+export interface BusOptions {
+  /** How long later events wait for a missing one before it is read from the kept events (GAP_WAIT_MS). */
+  readonly gapWaitMs?: number;
+  /** How often followed trainers are checked for events that never came (CHECK_EVERY_MS; 0: never). */
+  readonly checkEveryMs?: number;
+}
+
+export interface SubscribeOptions {
+  /** Called when the subscriber falls too far behind (its connection is then dropped). */
+  readonly onOverflow?: () => void;
+  /** A promise while the reader's connection has too much unsent (see EventQueue). */
+  readonly pace?: () => Promise<void> | undefined;
+  /** The last event number the subscriber saw: the kept events after it come first. */
+  readonly after?: number;
+}
 
 /** One trainer's events in this process, while it has subscribers here. */
 interface Stream {
@@ -205,6 +276,8 @@ interface Stream {
   start: Promise<number | null> | undefined;
   /** When Redis confirmed following the trainer's channel. */
   followed: Promise<void> | undefined;
+  /** Reading kept events into `held` (fill): one read at a time per trainer. */
+  filling: boolean;
 }
 
 /**
@@ -218,22 +291,50 @@ interface Stream {
  * instances publishing at once, Redis a hop slower than this process), so each trainer's events
  * are delivered by number: one that comes early is held until the ones before it have come.
  * A gap is waited for only while something could fill it (a write of that trainer under way
- * here, or Redis connected), and at most GAP_WAIT_MS; then the missing events count as lost
- * (their instance died, or Redis was away) and delivery goes on. Nothing is ever delivered twice
- * or after a later event.
+ * here, or Redis connected), and at most GAP_WAIT_MS; then the missing events are read from the
+ * kept ones (EventLog: their instance died after its commit, or Redis was away). Every
+ * CHECK_EVERY_MS the followed trainers' numbers are compared with the database, so events that
+ * never came, with no later one to show the gap, are read too. Only events that are not kept
+ * (a deleted trainer's) count as lost, and delivery goes on. Nothing is ever delivered twice or
+ * after a later event.
+ *
+ * A subscriber that resumes (`after`) is sent the kept events after the one it saw, then the
+ * live ones: the live ones start where the replay ends (see `subscribe`).
  */
 export class CreatureEventBus {
   private readonly streams = new Map<number, Stream>();
   /** Per trainer: writes of its creatures under way in this process (see `during`). */
   private readonly writing = new Map<number, number>();
+  private readonly gapWaitMs: number;
+  private checkTimer: NodeJS.Timeout | undefined;
+  private checking: Promise<void> | undefined;
 
   constructor(
-    private readonly position: EventPosition,
-    private readonly gapWaitMs = GAP_WAIT_MS,
+    private readonly source: EventSource,
+    { gapWaitMs = GAP_WAIT_MS, checkEveryMs = CHECK_EVERY_MS }: BusOptions = {},
     /** Events to and from the other instances (CREATURE_EVENTS). */
     private readonly channel: KeyedChannel<BusMessage> = localChannel(),
   ) {
+    this.gapWaitMs = gapWaitMs;
     channel.subscribe((message) => this.deliver(message));
+    if (checkEveryMs > 0) {
+      const tick = () => {
+        this.checking = this.checkFollowed()
+          .catch(() => undefined)
+          .finally(() => {
+            this.checking = undefined;
+            if (this.checkTimer) this.checkTimer = setTimeout(tick, checkEveryMs).unref();
+          });
+      };
+      this.checkTimer = setTimeout(tick, checkEveryMs).unref();
+    }
+  }
+
+  /** Stops checking the followed trainers (the app's close). */
+  async stop(): Promise<void> {
+    clearTimeout(this.checkTimer);
+    this.checkTimer = undefined;
+    await this.checking;
   }
 
   /** Delivers to this process's subscribers of the creature's trainer, in the trainer's order. */
@@ -274,15 +375,107 @@ export class CreatureEventBus {
    * A trainer's events from now on, as a bounded queue; ends when returned or overflowing.
    * Resolves once the other instances' events of that trainer are followed too, and the
    * trainer's position is known; null when there is no such trainer.
+   *
+   * With `after` (the last number the subscriber saw), the kept events numbered above it come
+   * first, read a chunk at a time as the subscriber takes them, then the live ones, which start
+   * right after the position read when the subscription joined: no gap, no duplicate at the seam.
+   * EVENTS_EXPIRED when what it missed is no longer kept (then the subscriber refetches);
+   * BAD_USER_INPUT when `after` is a number the trainer has not reached.
    */
   async subscribe(
     trainerId: number,
+    { onOverflow, pace, after }: SubscribeOptions = {},
+  ): Promise<EventStream | null> {
+    const joined = await this.join(trainerId, onOverflow, pace);
+    if (!joined) return null;
+    const { queue, from } = joined;
+    if (after === undefined || after === from - 1) return queue;
+    try {
+      if (after > from - 1) {
+        throw new AppError('BAD_USER_INPUT', 'after is beyond the last event of this trainer', [
+          { field: 'after', message: "must be a sequence of one of the trainer's events" },
+        ]);
+      }
+      const first = await this.source.firstKept(trainerId);
+      if (first === null || first > after + 1) throw expiredError();
+    } catch (error) {
+      void queue.return();
+      throw error;
+    }
+    const replay = this.replayed(trainerId, after, from - 1, queue, pace);
+    const stream: EventStream = {
+      next: () => replay.next(),
+      // Also before the replay has started (a generator not started yet skips its `finally`).
+      return: () => {
+        void queue.return();
+        return replay.return(undefined);
+      },
+      get finished() {
+        return queue.finished;
+      },
+      [Symbol.asyncIterator]: () => stream,
+    };
+    return stream;
+  }
+
+  /** The kept events numbered `after` + 1 to `last`, then `queue`'s (see subscribe). */
+  private async *replayed(
+    trainerId: number,
+    after: number,
+    last: number,
+    queue: EventQueue<CreatureEventMessage>,
+    pace: (() => Promise<void> | undefined) | undefined,
+  ): AsyncGenerator<CreatureEventMessage | Expired> {
+    try {
+      let seen = after;
+      let inARow = 0;
+      while (seen < last) {
+        const events = await this.source.read(trainerId, seen, last, READ_CHUNK);
+        // Pruned since the subscription started (it was kept then): the client must refetch.
+        if (events.length === 0 || events[0].seq !== seen + 1) {
+          yield EXPIRED;
+          return;
+        }
+        for (const event of events) {
+          if (event.seq !== seen + 1) {
+            yield EXPIRED;
+            return;
+          }
+          inARow += 1;
+          if (inARow >= ITEMS_PER_TURN) {
+            inARow = 0;
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+          const wait = pace?.();
+          if (wait) await wait;
+          if (queue.finished) return;
+          seen = event.seq;
+          yield event;
+        }
+      }
+      yield* queue;
+    } finally {
+      void queue.return();
+    }
+  }
+
+  /** Joins the trainer's stream: the subscriber's queue, and the number of the first event it will get. */
+  private async join(
+    trainerId: number,
     onOverflow?: () => void,
     pace?: () => Promise<void> | undefined,
-  ): Promise<EventQueue<CreatureEventMessage> | null> {
+  ): Promise<{ queue: EventQueue<CreatureEventMessage>; from: number } | null> {
     let stream = this.streams.get(trainerId);
     if (!stream) {
-      stream = { listeners: new Set(), next: undefined, held: new Map(), gapTimer: undefined, start: undefined, followed: undefined };
+      stream = {
+        listeners: new Set(),
+        next: undefined,
+        held: new Map(),
+        gapTimer: undefined,
+        start: undefined,
+        followed: undefined,
+        filling: false,
+      };
       this.streams.set(trainerId, stream);
     }
     const joined = stream;
@@ -297,12 +490,15 @@ export class CreatureEventBus {
       pace,
     );
     joined.listeners.add(listener);
+    // The listener gets every event the stream delivers from now on: from `next`, once known.
+    let from = joined.next;
     try {
       joined.followed ??= this.channel.follow(trainerId);
       // Redis away: the subscription starts anyway, with this instance's events, and the follow
       // completes once Redis is back.
       if (joined.followed) await Promise.race([joined.followed, new Promise((resolve) => setTimeout(resolve, FOLLOW_WAIT_MS).unref())]);
-      if (joined.next === undefined) {
+      if (from === undefined) from = joined.next;
+      if (from === undefined) {
         // After following: every event numbered above the position read is then on its way here.
         joined.start ??= this.position(trainerId).finally(() => (joined.start = undefined));
         const last = await joined.start;
@@ -315,12 +511,17 @@ export class CreatureEventBus {
           for (const seq of joined.held.keys()) if (seq <= last) joined.held.delete(seq);
           this.advance(trainerId, joined);
         }
+        from = last + 1;
       }
     } catch (error) {
       void queue.return();
       throw error;
     }
-    return queue;
+    return { queue, from };
+  }
+
+  private position(trainerId: number): Promise<number | null> {
+    return this.source.position(trainerId);
   }
 
   /** How many subscriptions this process holds (for metrics and tests). */
@@ -361,11 +562,68 @@ export class CreatureEventBus {
     }, this.gapWaitMs).unref();
   }
 
-  /** The missing events count as lost: delivery goes on from the first held one. */
+  /**
+   * The missing events are read from the kept ones (a later one has come, so they have all
+   * committed: numbers are given under the trainer's row lock); those that are not kept count as
+   * lost, and delivery goes on from the first held one.
+   */
   private skipGap(trainerId: number, stream: Stream): void {
-    if (stream.held.size === 0) return;
-    stream.next = Math.min(...stream.held.keys());
+    // A read under way delivers, then settles, what it finds.
+    if (stream.filling || stream.held.size === 0 || stream.next === undefined) return;
+    const upTo = Math.min(...stream.held.keys()) - 1;
+    void this.fill(trainerId, stream, upTo).then(() => this.settle(trainerId, stream, upTo));
+  }
+
+  /**
+   * After a read of the kept events up to `tried`: what is still missing up to there is not kept
+   * (lost), and delivery goes on from the first held event; a gap beyond `tried` is waited for or
+   * read as any other.
+   */
+  private settle(trainerId: number, stream: Stream, tried: number): void {
+    if (this.streams.get(trainerId) !== stream || stream.next === undefined || stream.held.size === 0) return;
+    const first = Math.min(...stream.held.keys());
+    if (!stream.held.has(stream.next) && first - 1 <= tried) stream.next = first;
     this.advance(trainerId, stream);
+  }
+
+  /**
+   * Reads the trainer's kept events from `next` up to `upTo` into `held`, delivering each chunk
+   * as it comes. One read at a time per trainer; a failed read (the database away) leaves the
+   * rest to the next check.
+   */
+  private async fill(trainerId: number, stream: Stream, upTo: number): Promise<void> {
+    if (stream.filling) return;
+    stream.filling = true;
+    try {
+      while (stream.next !== undefined && stream.next <= upTo && this.streams.get(trainerId) === stream) {
+        const from = stream.next;
+        const events = await this.source.read(trainerId, from - 1, upTo, READ_CHUNK);
+        for (const event of events) if (stream.next !== undefined && event.seq >= stream.next) stream.held.set(event.seq, event);
+        if (stream.next !== undefined && stream.held.has(stream.next)) this.advance(trainerId, stream);
+        if (events.length < READ_CHUNK || stream.next === from) return;
+      }
+    } catch {
+      // The database away: the next check tries again.
+    } finally {
+      stream.filling = false;
+    }
+  }
+
+  /**
+   * Compares the event numbers of the trainers followed here with the database, and reads the
+   * kept events that never came (see CHECK_EVERY_MS).
+   */
+  private async checkFollowed(): Promise<void> {
+    const ids = [...this.streams.entries()].filter(([, stream]) => stream.next !== undefined && !stream.filling).map(([id]) => id);
+    for (let i = 0; i < ids.length; i += CHECK_CHUNK) {
+      const positions = await this.source.positions(ids.slice(i, i + CHECK_CHUNK));
+      for (const [trainerId, last] of positions) {
+        const stream = this.streams.get(trainerId);
+        if (stream?.next === undefined || last < stream.next || stream.filling) continue;
+        await this.fill(trainerId, stream, last);
+        this.settle(trainerId, stream, last);
+      }
+    }
   }
 
   private leave(trainerId: number, stream: Stream, listener: Listener): void {

@@ -215,8 +215,13 @@ export class SocketConnection implements NonNullable<GraphQLContext['connection'
 
   /** An event queue one of its subscriptions opened: ended with the connection. */
   track(queue: TrackedQueue): void {
-    if (this.closed) void queue.return();
-    else this.queues.add(queue);
+    if (this.closed) {
+      void queue.return();
+      return;
+    }
+    // Those that have ended are forgotten: a long-lived connection that subscribes again and again holds only its live ones.
+    for (const known of this.queues) if (known.finished) this.queues.delete(known);
+    this.queues.add(queue);
   }
 
   /**

@@ -15,6 +15,7 @@ const TITLES: Record<ErrorCode, string> = {
   FORBIDDEN: 'Forbidden',
   NOT_FOUND: 'Not found',
   PERSISTED_QUERY_NOT_FOUND: 'Persisted document not found',
+  EVENTS_EXPIRED: 'Events no longer kept',
   METHOD_NOT_ALLOWED: 'Method not allowed',
   DUPLICATE_CREATURE: 'Duplicate creature',
   TRAINER_ALREADY_EXISTS: 'Trainer already exists',

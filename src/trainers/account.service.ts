@@ -7,6 +7,7 @@ import { normalizeText } from '../common/text';
 import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import { DELETION_CHUNK, deletedTrainer, deletionMessage } from '../events/creature-event';
+import type { EventLog } from '../events/event-log';
 import type { CreatureEventBus } from '../events/event-bus';
 import type { TrainerLists } from './trainer-lists';
 import { PROFILE_COLUMNS, type ProfileProperty } from './trainer.columns';
@@ -63,6 +64,8 @@ export class AccountService {
     private readonly throttle: LoginThrottle,
     private readonly endings: SessionEndings,
     private readonly events: CreatureEventBus,
+    /** A deleted trainer's kept events are erased with its creatures. */
+    private readonly eventLog: EventLog,
   ) {}
 
   /**
@@ -188,6 +191,8 @@ export class AccountService {
           afterId = creatures[creatures.length - 1].id;
           await new Promise((resolve) => setImmediate(resolve));
         }
+        // Its kept events go too, a stretch at a time: nothing of the trainer is kept.
+        await this.eventLog.erase(trainerId);
       } catch (error) {
         // The database failed midway: the trainer is gone all the same and its subscriptions end
         // here, without DELETED events for the creatures left (invisible; reconcile removes them).

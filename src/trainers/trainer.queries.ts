@@ -587,6 +587,16 @@ export class TrainerQueries {
     });
     return row ? sqlInt(row.seq) : null;
   }
+
+  /** The last event numbers of these trainers (those that exist), in one statement. */
+  async eventSeqs(ids: readonly number[]): Promise<Map<number, number>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.sql.rows<{ id: number | string; seq: number | string }>(
+      `SELECT id, event_seq AS seq FROM trainer WHERE id IN (${placeholders(ids.length)})`,
+      ids,
+    );
+    return new Map(rows.map((row) => [sqlInt(row.id), sqlInt(row.seq)]));
+  }
 }
 
 /**

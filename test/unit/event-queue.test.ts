@@ -1,4 +1,4 @@
-import { CreatureEventBus, EventQueue } from '../../src/events/event-bus';
+import { CreatureEventBus, EventQueue, isExpired, positionsOnly, type EventSource, type EventStream } from '../../src/events/event-bus';
 import { CreatureEventKind, toMessage, type CreatureEventMessage } from '../../src/events/creature-event';
 import { Creature } from '../../src/creatures/creature.entity';
 
@@ -108,10 +108,10 @@ describe('EventQueue', () => {
 });
 
 /** The numbers of the events a subscriber takes, as it takes them. */
-function collect(queue: EventQueue<CreatureEventMessage> | null): number[] {
+function collect(queue: EventStream | null): number[] {
   const seen: number[] = [];
   void (async () => {
-    for await (const message of queue!) seen.push(message.seq);
+    for await (const message of queue!) seen.push(isExpired(message) ? -1 : message.seq);
   })();
   return seen;
 }
@@ -126,7 +126,11 @@ const event = (trainerId: number, seq: number) => toMessage(CreatureEventKind.CR
 
 describe('CreatureEventBus', () => {
   /** A bus whose trainers 1 and 2 exist, with `last` as the number of their last event. */
-  const busAt = (last = 0, gapWaitMs = 50) => new CreatureEventBus((trainerId) => Promise.resolve(trainerId <= 2 ? last : null), gapWaitMs);
+  const busAt = (last = 0, gapWaitMs = 50) =>
+    new CreatureEventBus(
+      positionsOnly((trainerId) => Promise.resolve(trainerId <= 2 ? last : null)),
+      { gapWaitMs, checkEveryMs: 0 },
+    );
 
   it('delivers to the subscribers of the creature’s trainer only, and forgets a subscriber once it returns', async () => {
     const bus = busAt();
@@ -134,7 +138,7 @@ describe('CreatureEventBus', () => {
     const theirs = (await bus.subscribe(2))!;
     bus.publish(event(1, 1));
     const first = await mine.next();
-    expect(first.done ? undefined : first.value.creature.id).toBe(1);
+    expect(first.done || isExpired(first.value) ? undefined : first.value.creature.id).toBe(1);
     expect(bus.size).toBe(2);
     await theirs.return();
     await mine.return();
@@ -161,7 +165,7 @@ describe('CreatureEventBus', () => {
     expect(await settled(queue)).toEqual([5, 6, 7]);
   });
 
-  it('does not wait for a gap nothing can fill: with no write under way here and no Redis, it is skipped at once', async () => {
+  it('does not wait for a gap nothing can fill: with no write under way here and no Redis, and nothing kept, it is skipped at once', async () => {
     const bus = busAt(0);
     const queue = collect(await bus.subscribe(1));
     bus.deliver(event(1, 3)); // 1 and 2 were written by an instance this one cannot hear
@@ -207,5 +211,66 @@ describe('CreatureEventBus', () => {
     bus.deliver(event(1, 2));
     expect(await settled(early)).toEqual([1, 2]);
     expect(await settled(late)).toEqual([2]);
+  });
+
+  describe('with kept events', () => {
+    /** Trainer 1's events 1..`last` are kept from `first` on; `position` is its last number (changeable). */
+    function keptSource(first: number, state: { last: number }): EventSource & { reads: number } {
+      const source = {
+        reads: 0,
+        position: async (trainerId: number) => (trainerId === 1 ? state.last : null),
+        positions: async (ids: readonly number[]) => new Map(ids.filter((id) => id === 1).map((id) => [id, state.last])),
+        read: async (_trainerId: number, after: number, upTo: number, limit: number) => {
+          source.reads += 1;
+          const events = [];
+          for (let seq = Math.max(after + 1, first); seq <= Math.min(upTo, state.last) && events.length < limit; seq += 1) events.push(event(1, seq));
+          return events;
+        },
+        firstKept: async () => (state.last >= first ? first : null),
+      };
+      return source;
+    }
+
+    it('replays the kept events after `after`, then the live ones, with no gap and no duplicate at the seam', async () => {
+      const state = { last: 600 };
+      const bus = new CreatureEventBus(keptSource(1, state), { checkEveryMs: 0 });
+      const seen = collect(await bus.subscribe(1, { after: 10 }));
+      state.last = 601;
+      bus.deliver(event(1, 601));
+      for (let i = 0; i < 50 && seen.length < 591; i += 1) await settled(seen);
+      expect(seen).toEqual(Array.from({ length: 591 }, (_, i) => 11 + i));
+    });
+
+    it('refuses an `after` older than what is kept (EVENTS_EXPIRED) and one the trainer has not reached (BAD_USER_INPUT)', async () => {
+      const bus = new CreatureEventBus(keptSource(100, { last: 1500 }), { checkEveryMs: 0 });
+      await expect(bus.subscribe(1, { after: 98 })).rejects.toMatchObject({ code: 'EVENTS_EXPIRED' });
+      await expect(bus.subscribe(1, { after: 1501 })).rejects.toMatchObject({ code: 'BAD_USER_INPUT' });
+      const from99 = collect(await bus.subscribe(1, { after: 99 }));
+      for (let i = 0; i < 50 && from99.length < 1401; i += 1) await settled(from99);
+      expect(from99.length).toBe(1401);
+      expect(bus.size).toBe(1);
+    });
+
+    it('fills a gap from the kept events instead of skipping it', async () => {
+      const state = { last: 0 };
+      const bus = new CreatureEventBus(keptSource(1, state), { checkEveryMs: 0 });
+      const seen = collect(await bus.subscribe(1));
+      state.last = 3;
+      bus.deliver(event(1, 3)); // 1 and 2 came through an instance this one cannot hear
+      expect(await settled(seen)).toEqual([1, 2, 3]);
+    });
+
+    it('finds the events that never came (no later one shows the gap) at its next check', async () => {
+      const state = { last: 0 };
+      const bus = new CreatureEventBus(keptSource(1, state), { checkEveryMs: 20 });
+      try {
+        const seen = collect(await bus.subscribe(1));
+        state.last = 2;
+        await new Promise((resolve) => setTimeout(resolve, 80));
+        expect(await settled(seen)).toEqual([1, 2]);
+      } finally {
+        await bus.stop();
+      }
+    });
   });
 });

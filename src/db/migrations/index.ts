@@ -12,6 +12,7 @@ import { ListsByIndex1796300000000 } from './1796300000000-ListsByIndex';
 import { CreaturePagesByIndex1796400000000 } from './1796400000000-CreaturePagesByIndex';
 import { ReplicaHeartbeat1796500000000 } from './1796500000000-ReplicaHeartbeat';
 import { CountSlots1796600000000 } from './1796600000000-CountSlots';
+import { CreatureEvents1796700000000 } from './1796700000000-CreatureEvents';
 
 /** Every migration, oldest first. Listed by hand so the build needs no file globbing. */
 export const migrations = [
@@ -29,4 +30,5 @@ export const migrations = [
   CreaturePagesByIndex1796400000000,
   ReplicaHeartbeat1796500000000,
   CountSlots1796600000000,
+  CreatureEvents1796700000000,
 ];
