@@ -14,7 +14,7 @@ import { AppError } from './errors';
 import { limitBodyChunks, registerStrictJsonParser } from './http/json-body';
 import { sessionPurge } from './auth/session.service';
 import { scheduleChore } from './common/housekeeping';
-import { eventPruning } from './events/event-log';
+import { eventPruning } from './events/event-log.queries';
 import { routeEveryMethod } from './http/method-not-allowed';
 import { clientErrorHandler, problemErrorHandler, problemNotFoundHandler, sendProblem } from './rest/problem';
 import { registerDocs } from './ops/docs';

@@ -18,7 +18,7 @@ import { SessionQueries } from './auth/session.queries';
 import { SessionService } from './auth/session.service';
 import { SESSION_ENDINGS, type SessionEndings } from './auth/session-endings';
 import { CREATURE_EVENTS, CreatureEventBus } from './events/event-bus';
-import { EventLog } from './events/event-log';
+import { EventLog } from './events/event-log.queries';
 import { LIST_CHANGES } from './trainers/trainer-lists';
 import { LocalChannels, type Channels } from './common/channel';
 import { AccountService } from './trainers/account.service';

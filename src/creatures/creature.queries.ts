@@ -1,7 +1,7 @@
 import { placeholders, sqlDate, sqlInt, type BatchStatement, type Sql } from '../db/sql';
 import { eventSeqOf, nextEventSeqStatements } from '../trainers/event-seq.queries';
 import { CreatureEventKind } from '../events/creature-event';
-import type { EventLog } from '../events/event-log';
+import type { EventLog } from '../events/event-log.queries';
 import { Creature } from './creature.entity';
 
 /*

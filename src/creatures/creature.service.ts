@@ -65,7 +65,11 @@ export class CreatureService {
       createdAt: new Date(),
     };
     try {
-      return await this.write(trainerId, CreatureEventKind.CREATED, async (at) => (await this.queries.insertCounted(row, at)) ?? throwGone());
+      return await this.write(
+        trainerId,
+        CreatureEventKind.CREATED,
+        async (at) => (await this.queries.insertCounted(row, at)) ?? throwGone(),
+      );
     } catch (error) {
       if (uniqueViolation(error) !== undefined) {
         throw new AppError('DUPLICATE_CREATURE', `You already have a creature named "${name}"`, [

@@ -61,7 +61,10 @@ export class CreatureEventsResolver {
   ): CreatureEvent {
     // What it missed was pruned while it replayed: the subscription ends with this error.
     if (isExpired(message)) {
-      throw new AppError('EVENTS_EXPIRED', 'The events after this sequence are no longer kept: fetch the creatures again, then subscribe without after');
+      throw new AppError(
+        'EVENTS_EXPIRED',
+        'The events after this sequence are no longer kept: fetch the creatures again, then subscribe without after',
+      );
     }
     // The subscription's context serves every event (one at a time): nothing read for an earlier one is reused.
     context.loaders.forget();

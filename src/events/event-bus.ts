@@ -3,7 +3,10 @@ import { AppError } from '../errors';
 import { deletedEvents, isDeletion, type BusMessage, type CreatureEventMessage } from './creature-event';
 
 const expiredError = (): AppError =>
-  new AppError('EVENTS_EXPIRED', 'The events after this sequence are no longer kept: fetch the creatures again, then subscribe without after');
+  new AppError(
+    'EVENTS_EXPIRED',
+    'The events after this sequence are no longer kept: fetch the creatures again, then subscribe without after',
+  );
 
 /** Events waiting for one subscriber before it counts as too slow and is dropped. */
 const MAX_QUEUED_EVENTS = 256;
@@ -224,7 +227,7 @@ export const positionsOnly = (position: (trainerId: number) => Promise<number | 
  * What a resuming subscriber gets instead of an event when the events it missed are no longer
  * kept (pruned while it replayed): its subscription then ends with EVENTS_EXPIRED.
  */
-export const EXPIRED = Object.freeze({ expired: true as const });
+const EXPIRED = Object.freeze({ expired: true as const });
 export type Expired = typeof EXPIRED;
 
 export const isExpired = (item: CreatureEventMessage | Expired): item is Expired => item === EXPIRED;
@@ -382,10 +385,7 @@ export class CreatureEventBus {
    * EVENTS_EXPIRED when what it missed is no longer kept (then the subscriber refetches);
    * BAD_USER_INPUT when `after` is a number the trainer has not reached.
    */
-  async subscribe(
-    trainerId: number,
-    { onOverflow, pace, after }: SubscribeOptions = {},
-  ): Promise<EventStream | null> {
+  async subscribe(trainerId: number, { onOverflow, pace, after }: SubscribeOptions = {}): Promise<EventStream | null> {
     const joined = await this.join(trainerId, onOverflow, pace);
     if (!joined) return null;
     const { queue, from } = joined;

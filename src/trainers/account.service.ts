@@ -7,7 +7,7 @@ import { normalizeText } from '../common/text';
 import { uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import { DELETION_CHUNK, deletedTrainer, deletionMessage } from '../events/creature-event';
-import type { EventLog } from '../events/event-log';
+import type { EventLog } from '../events/event-log.queries';
 import type { CreatureEventBus } from '../events/event-bus';
 import type { TrainerLists } from './trainer-lists';
 import { PROFILE_COLUMNS, type ProfileProperty } from './trainer.columns';

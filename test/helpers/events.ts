@@ -6,6 +6,10 @@ import WebSocket from 'ws';
 export const EVENTS =
   'subscription($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { kind at sequence creature { id name level trainer { id } } } }';
 
+/** The same, resumed after the last sequence seen (`after`). */
+export const RESUMED_EVENTS =
+  'subscription($trainerId: ID!, $after: Int) { creatureEvents(trainerId: $trainerId, after: $after) { kind at sequence creature { id name level trainer { id } } } }';
+
 export interface Received {
   kind: string;
   at: string;
@@ -21,10 +25,18 @@ export interface Watch {
   client: Client;
   /** Resolves when the server has acknowledged the subscription's connection. */
   connected: Promise<void>;
+  /** The server completed the subscription (after an error, or the trainer's deletion). */
+  completed?: boolean;
 }
 
 /** One socket with one `creatureEvents` subscription (or `query`), collecting what arrives. */
-export function watch(origin: string, token: string | undefined, trainerId: string, query = EVENTS): Watch {
+export function watch(
+  origin: string,
+  token: string | undefined,
+  trainerId: string,
+  query = EVENTS,
+  variables: Record<string, unknown> = {},
+): Watch {
   let onClosed!: (code: number) => void;
   let onConnected!: () => void;
   const closed = new Promise<number>((resolve) => (onClosed = resolve));
@@ -44,7 +56,7 @@ export function watch(origin: string, token: string | undefined, trainerId: stri
   });
   const result: Watch = { events: [], errors: [], closed, client, connected };
   client.subscribe<{ creatureEvents: Received }>(
-    { query, variables: { trainerId } },
+    { query, variables: { trainerId, ...variables } },
     {
       next: (value) => {
         if (value.data) result.events.push(value.data.creatureEvents);
@@ -53,7 +65,7 @@ export function watch(origin: string, token: string | undefined, trainerId: stri
       error: (error) => {
         if (Array.isArray(error)) result.errors.push(...(error as Watch['errors']));
       },
-      complete: () => undefined,
+      complete: () => void (result.completed = true),
     },
   );
   return result;

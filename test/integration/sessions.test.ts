@@ -89,7 +89,13 @@ describe.each(databases)('the migrations since the sessions, on %s', (kind) => {
         (await dataSource.query<{ suffix: string }[]>('SELECT suffix FROM trainer_nickname_suffix ORDER BY suffix')).map(
           (row) => row.suffix,
         );
-      // The newest first: the count slots (each bucket's slots summed into one row again),
+      // The newest first: the kept creature events (their tables go),
+      const keptEvents = async () => dataSource.query<unknown[]>('SELECT seq FROM creature_event');
+      expect(await keptEvents()).toEqual([]);
+      await dataSource.undoLastMigration();
+      await expect(keptEvents()).rejects.toThrow();
+      await expect(dataSource.query('SELECT at FROM creature_event_pruning')).rejects.toThrow();
+      // then the count slots (each bucket's slots summed into one row again),
       await dataSource.query("INSERT INTO trainer_count (bucket, team, slot, n) VALUES (9, 'MYSTIC', 1, 2), (9, 'MYSTIC', 2, 3)");
       await dataSource.undoLastMigration();
       const bucket9 = await dataSource.query<{ n: number | string }[]>('SELECT n FROM trainer_count WHERE bucket = 9');

@@ -1,5 +1,5 @@
 import { CreatureEventBus, EventQueue, isExpired, positionsOnly, type EventSource, type EventStream } from '../../src/events/event-bus';
-import { CreatureEventKind, toMessage, type CreatureEventMessage } from '../../src/events/creature-event';
+import { CreatureEventKind, toMessage } from '../../src/events/creature-event';
 import { Creature } from '../../src/creatures/creature.entity';
 
 const creatureOf = (trainerId: number, id: number) =>
@@ -223,7 +223,8 @@ describe('CreatureEventBus', () => {
         read: async (_trainerId: number, after: number, upTo: number, limit: number) => {
           source.reads += 1;
           const events = [];
-          for (let seq = Math.max(after + 1, first); seq <= Math.min(upTo, state.last) && events.length < limit; seq += 1) events.push(event(1, seq));
+          for (let seq = Math.max(after + 1, first); seq <= Math.min(upTo, state.last) && events.length < limit; seq += 1)
+            events.push(event(1, seq));
           return events;
         },
         firstKept: async () => (state.last >= first ? first : null),

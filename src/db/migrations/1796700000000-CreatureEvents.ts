@@ -4,7 +4,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * Resumable events: each creature event is also kept in `creature_event`, written in the
  * transaction of the write it reports, keyed by its trainer and number, so a subscriber that
  * gives the last number it saw (`creatureEvents(trainerId, after)`) is sent what it missed by one
- * range of the primary key. `at` orders the pruning (src/events/event-log.ts), whose place in
+ * range of the primary key. `at` orders the pruning (src/events/event-log.queries.ts), whose place in
  * that order is the one row of `creature_event_pruning`. No foreign key: a deleted trainer's
  * events are erased a stretch at a time after it, like its creatures.
  */
@@ -20,7 +20,9 @@ export class CreatureEvents1796700000000 implements MigrationInterface {
       await queryRunner.query(
         'CREATE TABLE "creature_event_pruning" ("id" integer PRIMARY KEY NOT NULL, "at" datetime NOT NULL, "trainer_id" bigint NOT NULL, "seq" bigint NOT NULL)',
       );
-      await queryRunner.query(`INSERT INTO "creature_event_pruning" ("id", "at", "trainer_id", "seq") VALUES (1, '1970-01-01 00:00:00.000', 0, 0)`);
+      await queryRunner.query(
+        `INSERT INTO "creature_event_pruning" ("id", "at", "trainer_id", "seq") VALUES (1, '1970-01-01 00:00:00.000', 0, 0)`,
+      );
       return;
     }
     await queryRunner.query(
@@ -29,7 +31,9 @@ export class CreatureEvents1796700000000 implements MigrationInterface {
     await queryRunner.query(
       'CREATE TABLE `creature_event_pruning` (`id` tinyint unsigned NOT NULL PRIMARY KEY, `at` datetime(3) NOT NULL, `trainer_id` bigint NOT NULL, `seq` bigint NOT NULL) ENGINE=InnoDB',
     );
-    await queryRunner.query("INSERT INTO `creature_event_pruning` (`id`, `at`, `trainer_id`, `seq`) VALUES (1, '1970-01-01 00:00:00.000', 0, 0)");
+    await queryRunner.query(
+      "INSERT INTO `creature_event_pruning` (`id`, `at`, `trainer_id`, `seq`) VALUES (1, '1970-01-01 00:00:00.000', 0, 0)",
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -11,7 +11,7 @@ import type { CreatureEventKind, CreatureEventMessage } from './creature-event';
  */
 
 /** Each trainer's last events are kept this many at least, however old. */
-export const KEPT_PER_TRAINER = 1000;
+const KEPT_PER_TRAINER = 1000;
 /** Events pruned per statement, and the most statements per prune() call. */
 const PRUNE_CHUNK = 500;
 const PRUNE_MAX_CHUNKS = 200;
@@ -35,8 +35,7 @@ interface PruneMark {
   seq: number | string;
 }
 
-const EVENT_COLUMNS =
-  'seq, kind, creature_id AS creatureId, name, species_id AS speciesId, level, created_at AS createdAt, at';
+const EVENT_COLUMNS = 'seq, kind, creature_id AS creatureId, name, species_id AS speciesId, level, created_at AS createdAt, at';
 
 export class EventLog {
   constructor(
@@ -103,9 +102,8 @@ export class EventLog {
     for (;;) {
       const first = await this.firstKept(trainerId);
       if (first === null) return erased;
-      erased += (
-        await this.sql.write('DELETE FROM creature_event WHERE trainer_id = ? AND seq < ?', [trainerId, first + ERASE_CHUNK])
-      ).affected;
+      erased += (await this.sql.write('DELETE FROM creature_event WHERE trainer_id = ? AND seq < ?', [trainerId, first + ERASE_CHUNK]))
+        .affected;
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
