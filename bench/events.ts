@@ -41,6 +41,8 @@ export interface EventsReport {
   readonly latencyFromAnswer: Percentiles;
   /** Per instance: before any subscriber, with all of them connected and idle, after the stream. */
   readonly rssMb: { before: number; idle: number; after: number }[];
+  /** A subscriber resuming 1,000 events behind (`after`), on the instance that made none of them. */
+  readonly replay: { events: number; ms: number; inOrder: boolean };
 }
 
 interface Percentiles {
@@ -275,6 +277,7 @@ export async function runEvents(options: EventsOptions): Promise<EventsReport> {
     for (const key of position.keys()) if (!seen.has(key)) missing += 1;
   }
   await Promise.all(subscribers.map(async (s) => s.client.dispose()));
+  const replay = await measureReplay(bases, trainerIds[0], tokens.get(trainerIds[0])!, log);
   const writeCount = [...writes.values()].reduce((sum, list) => sum + list.length, 0);
   return {
     subscribers: subscribers.length,
@@ -291,7 +294,101 @@ export async function runEvents(options: EventsOptions): Promise<EventsReport> {
     latencyFromSend: percentiles(fromSend),
     latencyFromAnswer: percentiles(fromAnswer),
     rssMb: pids.map((_, i) => ({ before: rssBefore[i], idle: rssIdle[i], after: rssAfter[i] })),
+    replay,
   };
+}
+
+const REPLAYED = 1000;
+const RESUMED =
+  'subscription($t: ID!, $after: Int) { creatureEvents(trainerId: $t, after: $after) { kind sequence creature { id name } } }';
+
+/**
+ * One trainer's REPLAYED events made through the first instance (creates and deletes, 10 at a
+ * time), then one subscriber on the second resuming from before them: the time from its subscribe
+ * message to the last of them.
+ */
+async function measureReplay(
+  bases: readonly string[],
+  trainer: number,
+  token: string,
+  log: (message: string) => void,
+): Promise<EventsReport['replay']> {
+  log(`events: ${REPLAYED} events of one trainer, then a replay of them`);
+  const first = await readSequence(bases[0], trainer, token);
+  for (let made = 0; made < REPLAYED; made += 20) {
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, k) => {
+        const res = await post<{ id: number }>(
+          `${bases[0]}/trainer/${trainer}/creature`,
+          { name: `replay-${made}-${k}-${Date.now()}`, speciesId: 1 },
+          token,
+        );
+        if (res.status !== 201) throw new Error(`create failed: ${res.status}`);
+        const gone = await fetch(`${bases[0]}/trainer/${trainer}/creature/${res.body.id}`, {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${token}` },
+        });
+        if (gone.status !== 204) throw new Error(`delete failed: ${gone.status}`);
+      }),
+    );
+  }
+  const sequences: number[] = [];
+  let done!: () => void;
+  const all = new Promise<void>((resolve) => (done = resolve));
+  const client = createClient({
+    url: `${bases[1].replace('http', 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: `Bearer ${token}` },
+    lazy: false,
+    retryAttempts: 0,
+  });
+  await new Promise<void>((resolve) => client.on('connected', () => resolve()));
+  const started = performance.now();
+  client.subscribe<{ creatureEvents: { sequence: number } }>(
+    { query: RESUMED, variables: { t: String(trainer), after: first } },
+    {
+      next: (value) => {
+        if (value.data) sequences.push(value.data.creatureEvents.sequence);
+        if (sequences.length === REPLAYED) done();
+      },
+      error: (error) => log(`events: the replay failed: ${JSON.stringify(error).slice(0, 200)}`),
+      complete: () => undefined,
+    },
+  );
+  await Promise.race([all, sleep(30_000)]);
+  const ms = Math.round(performance.now() - started);
+  await client.dispose();
+  return { events: sequences.length, ms, inOrder: sequences.every((seq, i) => seq === first + 1 + i) };
+}
+
+/** The trainer's last event number, as its own subscription without `after` does not tell it: from a probe write's event. */
+async function readSequence(base: string, trainer: number, token: string): Promise<number> {
+  const client = createClient({
+    url: `${base.replace('http', 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: `Bearer ${token}` },
+    retryAttempts: 0,
+  });
+  try {
+    const seen = new Promise<number>((resolve, reject) =>
+      client.subscribe<{ creatureEvents: { sequence: number } }>(
+        { query: SUBSCRIPTION, variables: { t: String(trainer) } },
+        { next: (value) => value.data && resolve(value.data.creatureEvents.sequence), error: reject, complete: () => undefined },
+      ),
+    );
+    await sleep(300);
+    const res = await post<{ id: number }>(
+      `${base}/trainer/${trainer}/creature`,
+      { name: `replay-probe-${Date.now()}`, speciesId: 1 },
+      token,
+    );
+    const created = await seen;
+    await fetch(`${base}/trainer/${trainer}/creature/${res.body.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+    // The probe's delete is one more.
+    return created + 1;
+  } finally {
+    await client.dispose();
+  }
 }
 
 export function renderEvents(report: EventsReport): string {
@@ -309,6 +406,7 @@ export function renderEvents(report: EventsReport): string {
       (rss, i) =>
         `| instance ${i === 0 ? 'A' : 'B'} RSS: before / 1,000 idle subscribers / after the stream | ${rss.before} / ${rss.idle} / ${rss.after} MB | idle <= 200 MB (${ok(rss.idle <= 200)}) |`,
     ),
+    `| a replay of ${REPLAYED} events to one subscriber resuming on the other instance (\`after\`), from its subscribe to the last | ${report.replay.events} events in ${report.replay.ms} ms, ${report.replay.inOrder ? 'in order, none missing' : '**not in order or incomplete**'} | < 1 s (${ok(report.replay.ms < 1000 && report.replay.events === REPLAYED && report.replay.inOrder)}) |`,
   ];
   return lines.join('\n');
 }

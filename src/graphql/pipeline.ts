@@ -220,10 +220,12 @@ export class Pipeline {
     variables: Record<string, unknown>,
   ): GraphQLError | undefined {
     if (transport === 'http' && operation?.operation === OperationTypeNode.SUBSCRIPTION) {
-      return badUserInput('Subscriptions are taken over WebSocket (graphql-transport-ws) at /graphql, not over HTTP');
+      return badUserInput(
+        'Subscriptions are taken over WebSocket (graphql-transport-ws) at /graphql and over Server-Sent Events (graphql-sse) at /graphql/stream',
+      );
     }
     if (transport === 'ws' && operation?.operation !== OperationTypeNode.SUBSCRIPTION) {
-      return badUserInput('Only subscriptions are taken over WebSocket: send queries and mutations with POST /graphql');
+      return badUserInput('Only subscriptions are taken here: send queries and mutations with POST /graphql');
     }
     // Bounded before anything walks the values (graphql-js's coercion and the cost limit's cache
     // key recurse). HTTP bodies and query strings are held to it before they are parsed (http/json-body.ts).
@@ -258,7 +260,10 @@ export class Pipeline {
     };
   }
 
-  /** The WebSocket door: a graphql-ws subscribe through every step in order; what to run, or the errors to answer. */
+  /**
+   * The doors of live events (a graphql-ws subscribe, a graphql-sse request): a subscription
+   * through every step in order; what to run, or the errors to answer.
+   */
   admitSubscription(
     payload: DocumentRequest & { operationName?: string | null; variables?: Record<string, unknown> | null },
   ): AdmittedSubscription | { readonly errors: readonly GraphQLError[] } {

@@ -23,6 +23,8 @@ import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 import { buildSubgraph } from './federation';
 import { registerSubscriptions } from './subscriptions';
+import { registerEventStream } from './event-stream';
+import { LiveConnections } from './live-connections';
 import type { Metrics } from '../ops/metrics';
 import type { Tracing } from '../telemetry/spans';
 
@@ -153,7 +155,9 @@ export async function registerGraphQL(
   });
   await apollo.start();
   app.addHook('onClose', async () => apollo.stop());
-  registerSubscriptions(app, config, services, schema, pipeline, options);
+  // Live events: two doors (WebSocket at /graphql, Server-Sent Events at /graphql/stream), one count of their connections.
+  const live = new LiveConnections(services, options.sessionCheckMs);
+  registerSubscriptions(app, config, services, schema, pipeline, live, options);
 
   if (config.sandbox) registerIdeRoutes(app);
   // /graphql in a scope of its own: errors raised before Apollo has the request answer in
@@ -171,6 +175,8 @@ export async function registerGraphQL(
       attachRequestAuth((authorization, onKnown) => services.auth.forRequest(authorization, onKnown)),
     );
     methodNotAllowed(scope, '/graphql', ['GET', 'POST', 'OPTIONS']);
+    methodNotAllowed(scope, '/graphql/stream', ['GET', 'POST']);
+    registerEventStream(scope, config, services, schema, pipeline, live, options);
     scope.route({
       method: ['GET', 'POST', 'OPTIONS'],
       url: '/graphql',

@@ -1,30 +1,25 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { GraphQLError } from 'graphql';
+import type { GraphQLError } from 'graphql';
 import type { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { WebSocket } from 'ws';
-import type { RequestAuth } from '../auth/request-auth';
-import { isEnded, type SessionsEnded } from '../auth/session-endings';
-import { toAppError } from '../error-mapping';
 import { AppError } from '../errors';
 import type { Services } from '../services';
-import type { GraphQLContext, TrackedQueue } from './context';
 import { graphqlError } from './format-error';
+import { LiveConnection, type Refusal } from './live-connection';
+import { LIVE_LIMITS } from './live-connections';
 
 /** The contract's WebSocket limits. */
 export const WS_LIMITS = {
   subscriptionsPerConnection: 20,
   /** Subscribe messages one connection may send per 10 s (each may read the database and follow a Redis channel). */
   subscribesPer10s: 30,
-  connectionsPerAddress: 50,
+  connectionsPerAddress: LIVE_LIMITS.connectionsPerAddress,
   messageBytes: 64 * 1024,
   /** Bytes a socket may have waiting to be sent before its reader counts as too slow and is dropped. */
   bufferedBytes: 1024 * 1024,
   /** Pings every so often; a socket that has not answered the last one by the next is closed. */
   pingMs: 15_000,
-  /** How often open connections are checked for expired tokens and ended sessions. */
-  sessionCheckMs: 10_000,
-  /** Open sockets in all, and how long one may wait before sending connection_init. */
-  connections: 10_000,
+  /** How long a socket may wait before sending connection_init. */
   initWaitMs: 3_000,
   /** On shutdown, how long sockets get to finish their closing handshake before they are cut. */
   closeGraceMs: 2_000,
@@ -40,23 +35,12 @@ export const GOING_AWAY = 1001;
 export const INTERNAL_ERROR = 1011;
 const TRY_AGAIN_LATER = 1013;
 
-/** setTimeout's longest delay; a later expiry is caught by the periodic check. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /** What every connection of a server shares. */
 export interface SocketServices {
   readonly services: Services;
   readonly log: FastifyBaseLogger;
   /** Subscribe messages per connection (WS_LIMITS.subscribesPer10s), keyed by SocketConnection.key. */
   readonly subscribes: RateLimiterMemory;
-}
-
-/** The session a connection's token names, as connection_init found it. */
-interface Session {
-  readonly auth: RequestAuth;
-  readonly trainerId: number;
-  readonly sessionId: number;
-  readonly expiresAtMs: number;
 }
 
 /**
@@ -67,30 +51,24 @@ interface Session {
  * dropped, a subscription with many events at once waits for the socket), its pings, and its end
  * (every event queue its subscriptions opened ends with it).
  */
-export class SocketConnection implements NonNullable<GraphQLContext['connection']> {
-  /** Every event queue its subscriptions opened: all are ended when the socket closes. */
-  private readonly queues = new Set<TrackedQueue>();
+export class SocketConnection extends LiveConnection {
   /**
    * The ids of its subscriptions, from their subscribe message until their execution has ended.
    * graphql-ws forgets an id as soon as the client completes it, even while that subscription is
    * still starting; this set does not, so a reused id cannot start a second copy.
    */
   private readonly subscriptions = new Set<string>();
-  private closed = false;
-  /** Who it speaks for, from connection_init on. */
-  private session: Session | undefined;
-  /** Closes the socket (4401) when its token expires. */
-  private expiry: NodeJS.Timeout | undefined;
   private readonly ping: NodeJS.Timeout;
   private answered = true;
 
   constructor(
     readonly socket: WebSocket,
-    readonly ip: string,
+    ip: string,
     /** Names the connection to the subscribe rate limiter. */
     readonly key: number,
-    private readonly shared: SocketServices,
+    private readonly limits: SocketServices,
   ) {
+    super(ip, limits);
     socket.on('error', () => socket.terminate());
     this.ping = setInterval(() => {
       if (!this.answered) {
@@ -101,11 +79,6 @@ export class SocketConnection implements NonNullable<GraphQLContext['connection'
       socket.ping();
     }, WS_LIMITS.pingMs);
     socket.on('pong', () => (this.answered = true));
-  }
-
-  /** The caller this connection speaks for, once open. */
-  get auth(): RequestAuth | undefined {
-    return this.session?.auth;
   }
 
   /** Closes the socket with `code` unless it is closing already. */
@@ -123,39 +96,9 @@ export class SocketConnection implements NonNullable<GraphQLContext['connection'
     this.socket.send(data);
   }
 
-  /**
-   * connection_init: takes the token of `authorization`; false (the socket closed: 4401
-   * unauthorized, 1013 while the database is away, 1011 on an unexpected error) when it is refused.
-   */
-  async open(authorization: unknown): Promise<boolean> {
-    const auth = this.shared.services.auth.forRequest(typeof authorization === 'string' ? authorization : undefined);
-    let claims;
-    let viewer;
-    try {
-      claims = auth.tokenClaims();
-      viewer = await auth.viewer();
-    } catch (error) {
-      const code = toAppError(error).code;
-      if (code === 'UNAUTHENTICATED') this.close(UNAUTHORIZED, 'Unauthorized');
-      // The database is away: try again later, not "unauthorized".
-      else if (code === 'SERVICE_UNAVAILABLE') this.close(TRY_AGAIN_LATER, 'Service unavailable');
-      else {
-        this.shared.log.error({ err: error }, 'WebSocket connection refused by an unexpected error');
-        this.close(INTERNAL_ERROR, 'Internal server error');
-      }
-      return false;
-    }
-    if (!viewer) {
-      this.close(UNAUTHORIZED, 'Unauthorized');
-      return false;
-    }
-    this.session = { auth, trainerId: claims.trainerId, sessionId: claims.sessionId, expiresAtMs: claims.expiresAtMs };
-    const untilExpiry = claims.expiresAtMs - Date.now();
-    if (untilExpiry <= MAX_TIMER_MS) {
-      this.expiry = setTimeout(() => this.close(UNAUTHORIZED, 'Token expired'), Math.max(0, untilExpiry));
-      this.expiry.unref();
-    }
-    return true;
+  /** Ends the socket with the close code of `why` (4401, 1013 while the database is away, 1011). */
+  refuse(why: Refusal, reason: string): void {
+    this.close(why === 'unauthorized' ? UNAUTHORIZED : why === 'unavailable' ? TRY_AGAIN_LATER : INTERNAL_ERROR, reason);
   }
 
   /**
@@ -176,7 +119,7 @@ export class SocketConnection implements NonNullable<GraphQLContext['connection'
     let admitted = false;
     try {
       // Every subscribe message counts, whatever becomes of it.
-      const limited = await this.shared.subscribes.consume(this.key).then(
+      const limited = await this.limits.subscribes.consume(this.key).then(
         () => undefined,
         (refused: RateLimiterRes) => refused,
       );
@@ -209,19 +152,8 @@ export class SocketConnection implements NonNullable<GraphQLContext['connection'
 
   /** Drops the connection of a subscriber too slow to read its events. */
   drop(reason: string): void {
-    this.shared.log.info({ reason, trainerId: this.session?.trainerId }, 'WebSocket subscriber dropped');
+    this.shared.log.info({ reason, trainerId: this.trainerId }, 'WebSocket subscriber dropped');
     this.socket.terminate();
-  }
-
-  /** An event queue one of its subscriptions opened: ended with the connection. */
-  track(queue: TrackedQueue): void {
-    if (this.closed) {
-      void queue.return();
-      return;
-    }
-    // Those that have ended are forgotten: a long-lived connection that subscribes again and again holds only its live ones.
-    for (const known of this.queues) if (known.finished) this.queues.delete(known);
-    this.queues.add(queue);
   }
 
   /**
@@ -242,52 +174,9 @@ export class SocketConnection implements NonNullable<GraphQLContext['connection'
     });
   }
 
-  /** Sessions ended (here or on another instance): closes the socket (4401) when its own is among them. */
-  endedBy(ended: SessionsEnded): void {
-    if (this.session && isEnded(ended, this.session.trainerId, this.session.sessionId)) this.close(UNAUTHORIZED, 'Session ended');
-  }
-
-  /**
-   * The periodic check, for what no notice reached (a session ended while Redis was away, rows
-   * deleted by hand, a token expiring past the longest timer): closes the socket (4401) when its
-   * token expired by `now` or the database says its session ended; a database that does not
-   * answer leaves it open until it can tell.
-   */
-  async check(now: number): Promise<void> {
-    const session = this.session;
-    if (!session) return;
-    if (session.expiresAtMs <= now) this.close(UNAUTHORIZED, 'Token expired');
-    const caller = await this.shared.services.trainers.findCaller(session.trainerId, session.sessionId).catch(() => undefined);
-    if (caller === null) this.close(UNAUTHORIZED, 'Session ended');
-  }
-
-  /** The socket has closed: its timers stop and every event queue of its subscriptions ends. */
-  closedDown(): void {
+  /** The socket has closed: its pings stop, and what every live connection does (LiveConnection). */
+  override closedDown(): void {
     clearInterval(this.ping);
-    clearTimeout(this.expiry);
-    this.closed = true;
-    for (const queue of this.queues) void queue.return();
-    this.queues.clear();
-  }
-
-  /**
-   * Why a subscribe must be refused because the socket's token expired or its session ended, with
-   * the socket closed (4401); undefined while both hold. Asked of the database at each subscribe,
-   * not of what was known when the socket opened.
-   */
-  private async sessionEnded(): Promise<GraphQLError | undefined> {
-    const unauthorized = (reason: string) => {
-      this.close(UNAUTHORIZED, reason);
-      return graphqlError('UNAUTHENTICATED', reason);
-    };
-    const session = this.session;
-    if (session === undefined || session.expiresAtMs <= Date.now()) return unauthorized('Token expired');
-    let caller;
-    try {
-      caller = await this.shared.services.trainers.findCaller(session.trainerId, session.sessionId);
-    } catch (error) {
-      return new GraphQLError('The session could not be checked', { originalError: toAppError(error) });
-    }
-    return caller ? undefined : unauthorized('Session ended');
+    super.closedDown();
   }
 }

@@ -15,6 +15,7 @@ import type { Pipeline } from './pipeline';
 import { Loaders } from './loaders';
 import { GOING_AWAY, INTERNAL_ERROR, SocketConnection, WS_LIMITS } from './socket-connection';
 import type { Tracing } from '../telemetry/spans';
+import type { LiveConnections } from './live-connections';
 
 export { WS_LIMITS } from './socket-connection';
 
@@ -31,10 +32,10 @@ const refuse = (socket: Duplex, status: number, reason: string) => {
  * Apollo's HTTP transport: the same schema, context, limits and error rules, for subscriptions.
  * The token comes in connection_init's payload (`{ "authorization": "Bearer <token>" }`); a
  * missing or refused one closes the socket with 4401, and so does a token that expires (a timer
- * per socket) or a session that ends while the socket is open (told at once by SessionEndings,
- * from any instance; checked again at every subscribe, and now and then for all sockets in one
- * merged statement). An Origin outside CORS_ORIGINS (when set) is refused, so is a 51st
- * connection from one address, a 21st live subscription on one connection, a subscription id
+ * per socket) or a session that ends while the socket is open (LiveConnections: told at once,
+ * from any instance; checked again at every subscribe, and now and then). An Origin outside
+ * CORS_ORIGINS (when set) is refused, so is a 51st live-events connection from one address
+ * (WebSockets and event streams together), a 21st live subscription on one connection, a subscription id
  * reused while its subscription lives (4409), a 31st subscribe message in 10 s and a message
  * over 64 KiB. What a subscribe's document may do (trusted documents, limits, validation,
  * variables, cost) is the pipeline's, as over HTTP (Pipeline.admitSubscription).
@@ -47,13 +48,11 @@ export function registerSubscriptions(
   services: Services,
   schema: GraphQLSchema,
   pipeline: Pick<Pipeline, 'admitSubscription'>,
-  { sessionCheckMs = WS_LIMITS.sessionCheckMs, tracing }: { sessionCheckMs?: number; tracing?: Tracing } = {},
+  live: LiveConnections,
+  { tracing }: { tracing?: Tracing } = {},
 ): void {
   const formatError = createFormatError(config);
   const clientAddress = clientAddressOf(config.trustProxy);
-  const connections = new Set<SocketConnection>();
-  const perAddress = new Map<string, number>();
-  let closing = false;
   let connectionCount = 0;
   const shared = { services, log: app.log, subscribes: new RateLimiterMemory({ points: WS_LIMITS.subscribesPer10s, duration: 10 }) };
 
@@ -131,8 +130,7 @@ export function registerSubscriptions(
     // The trace each message's span joins: the upgrade request's traceparent, if it sent one.
     const traceParent = tracing?.connectionContext(request.headers);
     const connection = new SocketConnection(socket, ip, (connectionCount += 1), shared);
-    connections.add(connection);
-    perAddress.set(ip, (perAddress.get(ip) ?? 0) + 1);
+    live.add(connection);
 
     const closed = server.opened(
       {
@@ -156,11 +154,7 @@ export function registerSubscriptions(
       { connection },
     );
     socket.once('close', (code, reason) => {
-      connection.closedDown();
-      connections.delete(connection);
-      const left = (perAddress.get(ip) ?? 1) - 1;
-      if (left > 0) perAddress.set(ip, left);
-      else perAddress.delete(ip);
+      live.remove(connection);
       void closed(code, String(reason));
     });
   });
@@ -171,44 +165,25 @@ export function registerSubscriptions(
     const path = (request.url ?? '').split('?')[0];
     if (request.headers.upgrade?.toLowerCase() !== 'websocket') return refuse(socket, 400, 'Only WebSocket upgrades are taken');
     if (path !== '/graphql') return refuse(socket, 404, 'Not Found');
-    if (closing) return refuse(socket, 503, 'Service Unavailable');
-    if (connections.size >= WS_LIMITS.connections) return refuse(socket, 503, 'Service Unavailable');
+    if (live.closing) return refuse(socket, 503, 'Service Unavailable');
     const origin = request.headers.origin;
     if (origin !== undefined && config.corsOrigins.length > 0 && !config.corsOrigins.includes(origin)) {
       return refuse(socket, 403, 'Forbidden');
     }
-    const ip = clientAddress(request);
-    if ((perAddress.get(ip) ?? 0) >= WS_LIMITS.connectionsPerAddress) return refuse(socket, 429, 'Too Many Requests');
+    const refused = live.refusal(clientAddress(request));
+    if (refused) return refuse(socket, refused, refused === 429 ? 'Too Many Requests' : 'Service Unavailable');
     wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
   };
   app.server.on('upgrade', onUpgrade);
 
-  // A session that ends (logout, a refresh token replayed, here or on another instance) closes its sockets at once.
-  const stopListening = services.sessionEndings.subscribe((ended) => {
-    for (const connection of connections) connection.endedBy(ended);
-  });
-
-  // What no notice reached: every open connection checked now and then, through the merged caller read.
-  let checking = false;
-  const checkSessions = setInterval(() => {
-    // While the database is slow, checks do not pile up.
-    if (checking) return;
-    const now = Date.now();
-    checking = true;
-    void Promise.all([...connections].map((connection) => connection.check(now))).finally(() => (checking = false));
-  }, sessionCheckMs);
-  checkSessions.unref();
-
   app.addHook('preClose', async () => {
-    closing = true;
-    clearInterval(checkSessions);
-    stopListening();
+    live.stop();
     app.server.off('upgrade', onUpgrade);
-    for (const connection of connections) connection.close(GOING_AWAY, 'Going away');
+    for (const connection of live.of(SocketConnection)) connection.close(GOING_AWAY, 'Going away');
     // A client that never answers the closing handshake is cut after a grace period (ws waits 30 s).
     const deadline = Date.now() + WS_LIMITS.closeGraceMs;
-    while (connections.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    for (const connection of connections) connection.socket.terminate();
+    while (live.of(SocketConnection).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const connection of live.of(SocketConnection)) connection.socket.terminate();
     await new Promise<void>((resolve) => wss.close(() => resolve()));
   });
 }

@@ -67,7 +67,7 @@ describe('Pipeline.admitSubscription', () => {
     ]);
     // A query over WebSocket: the transport check.
     expect(outcome(made.admitSubscription({ query: QUERY, variables: { id: '1' } }))).toEqual([
-      ['BAD_USER_INPUT', 'Only subscriptions are taken over WebSocket: send queries and mutations with POST /graphql'],
+      ['BAD_USER_INPUT', 'Only subscriptions are taken here: send queries and mutations with POST /graphql'],
     ]);
     // A variable of the wrong type: named, without its value.
     const wrongType = outcome(made.admitSubscription({ query: SUBSCRIPTION, variables: { trainerId: { secret: 'x' } } }));
