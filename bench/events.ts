@@ -21,6 +21,8 @@ export interface EventsOptions {
   readonly rate: number;
   readonly log: (message: string) => void;
   readonly memory: (pid: number) => { rssMb: number };
+  /** A trainer's last event number, read from the database. */
+  readonly eventSeq: (trainerId: number) => Promise<number>;
 }
 
 export interface EventsReport {
@@ -277,7 +279,7 @@ export async function runEvents(options: EventsOptions): Promise<EventsReport> {
     for (const key of position.keys()) if (!seen.has(key)) missing += 1;
   }
   await Promise.all(subscribers.map(async (s) => s.client.dispose()));
-  const replay = await measureReplay(bases, trainerIds[0], tokens.get(trainerIds[0])!, log);
+  const replay = await measureReplay(bases, trainerIds[0], tokens.get(trainerIds[0])!, options);
   const writeCount = [...writes.values()].reduce((sum, list) => sum + list.length, 0);
   return {
     subscribers: subscribers.length,
@@ -311,10 +313,10 @@ async function measureReplay(
   bases: readonly string[],
   trainer: number,
   token: string,
-  log: (message: string) => void,
+  { log, eventSeq }: Pick<EventsOptions, 'log' | 'eventSeq'>,
 ): Promise<EventsReport['replay']> {
   log(`events: ${REPLAYED} events of one trainer, then a replay of them`);
-  const first = await readSequence(bases[0], trainer, token);
+  const first = await eventSeq(trainer);
   for (let made = 0; made < REPLAYED; made += 20) {
     await Promise.all(
       Array.from({ length: 10 }, async (_, k) => {
@@ -335,14 +337,17 @@ async function measureReplay(
   const sequences: number[] = [];
   let done!: () => void;
   const all = new Promise<void>((resolve) => (done = resolve));
+  let connected!: () => void;
+  const ready = new Promise<void>((resolve) => (connected = resolve));
   const client = createClient({
     url: `${bases[1].replace('http', 'ws')}/graphql`,
     webSocketImpl: WebSocket,
     connectionParams: { authorization: `Bearer ${token}` },
     lazy: false,
     retryAttempts: 0,
+    on: { connected: () => connected() },
   });
-  await new Promise<void>((resolve) => client.on('connected', () => resolve()));
+  await ready;
   const started = performance.now();
   client.subscribe<{ creatureEvents: { sequence: number } }>(
     { query: RESUMED, variables: { t: String(trainer), after: first } },
@@ -359,36 +364,6 @@ async function measureReplay(
   const ms = Math.round(performance.now() - started);
   await client.dispose();
   return { events: sequences.length, ms, inOrder: sequences.every((seq, i) => seq === first + 1 + i) };
-}
-
-/** The trainer's last event number, as its own subscription without `after` does not tell it: from a probe write's event. */
-async function readSequence(base: string, trainer: number, token: string): Promise<number> {
-  const client = createClient({
-    url: `${base.replace('http', 'ws')}/graphql`,
-    webSocketImpl: WebSocket,
-    connectionParams: { authorization: `Bearer ${token}` },
-    retryAttempts: 0,
-  });
-  try {
-    const seen = new Promise<number>((resolve, reject) =>
-      client.subscribe<{ creatureEvents: { sequence: number } }>(
-        { query: SUBSCRIPTION, variables: { t: String(trainer) } },
-        { next: (value) => value.data && resolve(value.data.creatureEvents.sequence), error: reject, complete: () => undefined },
-      ),
-    );
-    await sleep(300);
-    const res = await post<{ id: number }>(
-      `${base}/trainer/${trainer}/creature`,
-      { name: `replay-probe-${Date.now()}`, speciesId: 1 },
-      token,
-    );
-    const created = await seen;
-    await fetch(`${base}/trainer/${trainer}/creature/${res.body.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
-    // The probe's delete is one more.
-    return created + 1;
-  } finally {
-    await client.dispose();
-  }
 }
 
 export function renderEvents(report: EventsReport): string {

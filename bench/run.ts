@@ -814,6 +814,15 @@ async function eventsSection(url: string): Promise<void> {
       rate: Number(args.rate ?? 100),
       log,
       memory,
+      eventSeq: async (trainerId) => {
+        const connection = await createConnection({ uri: url });
+        try {
+          const [rows] = await connection.query('SELECT event_seq AS seq FROM trainer WHERE id = ?', [trainerId]);
+          return Number((rows as { seq: number | string }[])[0].seq);
+        } finally {
+          await connection.end();
+        }
+      },
     });
     const when = new Date().toISOString();
     const stamp = `${when.replace(/[:.]/g, '-')}-events`;
