@@ -252,6 +252,25 @@ describe('CreatureEventBus', () => {
       expect(bus.size).toBe(1);
     });
 
+    it('ends a replay with EXPIRED when what it still had to send was pruned meanwhile', async () => {
+      const state = { last: 600 };
+      const source = keptSource(1, state);
+      const bus = new CreatureEventBus(source, { checkEveryMs: 0 });
+      const events = (await bus.subscribe(1, { after: 0 }))!;
+      // The first chunk is read; then everything up to 300 goes before the second read.
+      const read = source.read;
+      let reads = 0;
+      source.read = async (trainerId, after, upTo, limit) => {
+        reads += 1;
+        return reads === 1 ? read(trainerId, after, upTo, limit) : (await read(trainerId, after, upTo, limit)).filter((e) => e.seq > 300);
+      };
+      const seen = collect(events);
+      for (let i = 0; i < 50 && !seen.includes(-1); i += 1) await settled(seen);
+      expect(seen).toEqual([...Array.from({ length: 256 }, (_, i) => i + 1), -1]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(bus.size).toBe(0);
+    });
+
     it('fills a gap from the kept events instead of skipping it', async () => {
       const state = { last: 0 };
       const bus = new CreatureEventBus(keptSource(1, state), { checkEveryMs: 0 });
