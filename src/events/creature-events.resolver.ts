@@ -3,7 +3,7 @@ import { IsEntityId, parseId } from '../common/validation';
 import { AppError } from '../errors';
 import type { GraphQLContext } from '../graphql/context';
 import { CreatureEvent, fromMessage, type CreatureEventMessage } from './creature-event';
-import { isExpired, type Expired } from './event-bus';
+import { expiredError, isExpired, type Expired } from './event-bus';
 
 @ArgsType()
 export class CreatureEventsArgs {
@@ -61,10 +61,7 @@ export class CreatureEventsResolver {
   ): CreatureEvent {
     // What it missed was pruned while it replayed: the subscription ends with this error.
     if (isExpired(message)) {
-      throw new AppError(
-        'EVENTS_EXPIRED',
-        'The events after this sequence are no longer kept: fetch the creatures again, then subscribe without after',
-      );
+      throw expiredError();
     }
     // The subscription's context serves every event (one at a time): nothing read for an earlier one is reused.
     context.loaders.forget();

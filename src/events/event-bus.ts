@@ -2,7 +2,8 @@ import { localChannel, type KeyedChannel, type KeyedChannelSpec } from '../commo
 import { AppError } from '../errors';
 import { deletedEvents, isDeletion, type BusMessage, type CreatureEventMessage } from './creature-event';
 
-const expiredError = (): AppError =>
+/** What a resumed subscription ends with when the events it missed are no longer kept. */
+export const expiredError = (): AppError =>
   new AppError(
     'EVENTS_EXPIRED',
     'The events after this sequence are no longer kept: fetch the creatures again, then subscribe without after',
