@@ -22,7 +22,7 @@ export interface Reconciled {
 /**
  * Makes what the service maintains in each write exact again after rows were changed by plain
  * SQL (an import): every trainer's creatures_owned, its nickname suffixes (nicknameContains) and
- * the counts by team (totalCount); and removes the creatures that a trainer's deletion stopped
+ * the counts by team (totalCount); and removes the creatures and kept events that a trainer's deletion stopped
  * midway (the process or the database went away) left behind, invisible. It walks the trainer ids up to the last one there when it
  * starts (ReconcileQueries.lastId), TRAINERS_PER_CHUNK at a time, then every bucket of counts
  * that holds a trainer or a count, one at a time, each in a short transaction of its own, so

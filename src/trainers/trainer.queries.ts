@@ -607,20 +607,22 @@ export class ReconcileQueries {
   constructor(private readonly sql: Sql) {}
 
   /**
-   * The highest trainer id that the trainers, their nickname suffixes or creatures hold now (0:
-   * none). Above it, every row is a later write's (ids only grow), which reconcile leaves as it is.
+   * The highest trainer id that the trainers, their nickname suffixes, creatures or kept events
+   * hold now (0: none). Above it, every row is a later write's (ids only grow), which reconcile
+   * leaves as it is.
    */
   async lastId(): Promise<number> {
     const [row] = await this.sql.rows<{
       trainer: number | string | null;
       suffix: number | string | null;
       creature: number | string | null;
+      event: number | string | null;
     }>(
       'SELECT (SELECT MAX(id) FROM trainer) AS trainer, (SELECT MAX(trainer_id) FROM trainer_nickname_suffix) AS suffix,' +
-        ' (SELECT MAX(trainer_id) FROM creature) AS creature',
+        ' (SELECT MAX(trainer_id) FROM creature) AS creature, (SELECT MAX(trainer_id) FROM creature_event) AS event',
       [],
     );
-    return Math.max(sqlInt(row?.trainer ?? 0), sqlInt(row?.suffix ?? 0), sqlInt(row?.creature ?? 0));
+    return Math.max(sqlInt(row?.trainer ?? 0), sqlInt(row?.suffix ?? 0), sqlInt(row?.creature ?? 0), sqlInt(row?.event ?? 0));
   }
 
   /** The ids of up to `limit` trainers above `afterId` and up to `upTo`, in order. */
@@ -634,8 +636,8 @@ export class ReconcileQueries {
 
   /**
    * For the trainers with ids above `from` and up to `to`: their nickname suffixes written anew
-   * (those of trainers no longer there go), the creatures of trainers no longer there removed
-   * (a deletion that stopped midway leaves them, invisible: AccountService.remove), and their
+   * (those of trainers no longer there go), the creatures and kept events of trainers no longer
+   * there removed (a deletion that stopped midway leaves them, invisible: AccountService.remove), and their
    * creatures_owned set to their creature rows, in one transaction. How many trainers' counts
    * changed, and how many such creatures were removed.
    *
@@ -657,6 +659,10 @@ export class ReconcileQueries {
         : []),
       { sql: 'DELETE FROM trainer_nickname_suffix WHERE trainer_id > ? AND trainer_id <= ?', params: [from, to] },
       { sql: suffixesOf(this.sql.isMysql, 't.id > ? AND t.id <= ?'), params: [from, to] },
+      {
+        sql: 'DELETE FROM creature_event WHERE trainer_id > ? AND trainer_id <= ? AND NOT EXISTS (SELECT 1 FROM trainer t WHERE t.id = creature_event.trainer_id)',
+        params: [from, to],
+      },
       {
         sql: 'DELETE FROM creature WHERE trainer_id > ? AND trainer_id <= ? AND NOT EXISTS (SELECT 1 FROM trainer t WHERE t.id = creature.trainer_id)',
         params: [from, to],

@@ -192,7 +192,7 @@ describe.each(databases)('npm run reconcile while instances serve, on %s', (kind
     expect(await drift(t)).toEqual({ suffixes: [], counts: [], owned: 0 });
   });
 
-  it('removes the creatures that deletions stopped midway left behind (one trainer inside the id range, one at its top), and no other', async () => {
+  it('removes the creatures and kept events that deletions stopped midway left behind (one trainer inside the id range, one at its top), and no other', async () => {
     const before = await createTrainer(t.app);
     const kept = await createTrainer(t.app);
     const last = await createTrainer(t.app);
@@ -210,8 +210,23 @@ describe.each(databases)('npm run reconcile while instances serve, on %s', (kind
       return Number(row.n);
     };
     expect([await creaturesOf(before), await creaturesOf(kept), await creaturesOf(last)]).toEqual([3, 3, 3]);
+    // Their kept events stay too (erased after the creatures): as many as each had, by plain SQL here.
+    for (const trainer of [before, kept, last]) {
+      await t.app.dataSource.query(
+        "INSERT INTO creature_event (trainer_id, seq, kind, creature_id, name, species_id, level, created_at, at) VALUES (?, 1, 'CREATED', 1, 'Left', 1, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')",
+        [trainer.trainer.id],
+      );
+    }
+    const eventsOf = async (trainer: TrainerFixture) => {
+      const [row] = await t.app.dataSource.query<{ n: number | string }[]>(
+        'SELECT COUNT(*) AS n FROM creature_event WHERE trainer_id = ?',
+        [trainer.trainer.id],
+      );
+      return Number(row.n);
+    };
     await runReconcile(t.config.database);
     expect([await creaturesOf(before), await creaturesOf(kept), await creaturesOf(last)]).toEqual([0, 3, 0]);
+    expect([await eventsOf(before), await eventsOf(kept), await eventsOf(last)]).toEqual([0, 1, 0]);
     expect(value(await restDriver(t.app).getTrainer(kept.token, String(kept.trainer.id))).creaturesOwned).toBe(3);
     expect(await drift(t)).toEqual({ suffixes: [], counts: [], owned: 0 });
   });
