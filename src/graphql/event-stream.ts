@@ -2,13 +2,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ExecutionArgs, GraphQLError, GraphQLSchema } from 'graphql';
 import { createHandler, type Request as SseRequest, type ResponseInit } from 'graphql-sse';
 import type { Config } from '../config';
-import { toAppError } from '../error-mapping';
 import { ERROR_STATUS } from '../errors';
 import { clientAddressOf } from '../http/client-address';
 import type { Services } from '../services';
 import type { Tracing } from '../telemetry/spans';
 import type { GraphQLContext } from './context';
-import { createFormatError, graphqlError } from './format-error';
+import { createLiveFormat, graphqlError } from './format-error';
 import { LiveConnection, type Refusal } from './live-connection';
 import type { LiveConnections } from './live-connections';
 import { Loaders } from './loaders';
@@ -18,7 +17,6 @@ import type { Pipeline } from './pipeline';
 const MAX_AHEAD = 8;
 /** Bytes a response may have unsent before its subscription waits; its reader is dropped once its events pile up in the bus. */
 const BUFFERED_BYTES = 512 * 1024;
-const PACE_POLL_MS = 10;
 
 const STATUS_OF: Record<Refusal, number> = { unauthorized: 401, unavailable: 503, internal: 500 };
 const CODE_OF: Record<Refusal, 'UNAUTHENTICATED' | 'SERVICE_UNAVAILABLE' | 'INTERNAL_SERVER_ERROR'> = {
@@ -75,15 +73,7 @@ class StreamConnection extends LiveConnection {
    * wait in the subscription's bounded queue instead.
    */
   writable(): Promise<void> | undefined {
-    const ready = () => this.closed || (this.produced - this.written <= MAX_AHEAD && this.reply.raw.writableLength <= BUFFERED_BYTES);
-    if (ready()) return undefined;
-    return new Promise((resolve) => {
-      const timer = setInterval(() => {
-        if (!ready()) return;
-        clearInterval(timer);
-        resolve();
-      }, PACE_POLL_MS);
-    });
+    return this.whenReady(() => this.produced - this.written <= MAX_AHEAD && this.reply.raw.writableLength <= BUFFERED_BYTES);
   }
 
   /** Shutdown or a refusal after the start: ends the response (after `last`, when given). */
@@ -113,14 +103,8 @@ export function registerEventStream(
   live: LiveConnections,
   { tracing }: { tracing?: Tracing } = {},
 ): void {
-  const formatError = createFormatError(config);
+  const formatLogged = createLiveFormat(config, scope.log);
   const clientAddress = clientAddressOf(config.trustProxy);
-  const formatLogged = (error: GraphQLError) => {
-    const appError = toAppError(error.originalError ?? error);
-    if (appError.code === 'INTERNAL_SERVER_ERROR' && error.originalError && error.extensions.code !== 'BAD_USER_INPUT')
-      scope.log.error({ err: error.originalError }, 'subscription failed');
-    return formatError(error.toJSON(), error);
-  };
   /** Errors answered before the stream starts, with the status of the first one's code. */
   const refusedWith = (errors: readonly GraphQLError[]): readonly [string, ResponseInit] => {
     const code = errors[0]?.extensions.code;

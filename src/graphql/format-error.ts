@@ -174,6 +174,21 @@ export function createFormatError({ isProduction }: { isProduction: boolean }) {
 }
 
 /**
+ * For the doors of live events (WebSocket, Server-Sent Events): an error as the client sees it
+ * (catalogue code, masked internals), the unexpected ones logged.
+ */
+export function createLiveFormat(config: { isProduction: boolean }, log: Pick<FastifyBaseLogger, 'error'>) {
+  const format = createFormatError(config);
+  return (error: GraphQLError): GraphQLFormattedError => {
+    const appError = toAppError(error.originalError ?? error);
+    // A variable refused by coercion carries graphql-js's reason as its cause: the client's mistake, not a failure.
+    if (appError.code === 'INTERNAL_SERVER_ERROR' && error.originalError && error.extensions.code !== 'BAD_USER_INPUT')
+      log.error({ err: error.originalError }, 'subscription failed');
+    return format(error.toJSON(), error);
+  };
+}
+
+/**
  * Every GraphQL error leaves with a catalogue code. Application errors keep their message;
  * anything unexpected is masked, so no stack, SQL or driver text reaches a client (the
  * logging plugin below has already logged it, with the request's id).

@@ -7,6 +7,9 @@ import type { Services } from '../services';
 import type { GraphQLContext, TrackedQueue } from './context';
 import { graphqlError } from './format-error';
 
+/** How often a paced subscription looks again whether its connection has sent enough. */
+const PACE_POLL_MS = 10;
+
 /** setTimeout's longest delay; a later expiry is caught by the periodic check. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -46,6 +49,19 @@ export abstract class LiveConnection implements NonNullable<GraphQLContext['conn
   abstract refuse(why: Refusal, reason: string): void;
   abstract drop(reason: string): void;
   abstract writable(): Promise<void> | undefined;
+
+  /** Undefined when `ready` (or closed); otherwise a promise that resolves once it is. */
+  protected whenReady(ready: () => boolean): Promise<void> | undefined {
+    const done = () => this.closed || ready();
+    if (done()) return undefined;
+    return new Promise((resolve) => {
+      const timer = setInterval(() => {
+        if (!done()) return;
+        clearInterval(timer);
+        resolve();
+      }, PACE_POLL_MS);
+    });
+  }
 
   /** The caller this connection speaks for, once open. */
   get auth(): RequestAuth | undefined {

@@ -25,9 +25,6 @@ export const WS_LIMITS = {
   closeGraceMs: 2_000,
 } as const;
 
-/** How often a paced subscription looks again whether its socket has sent enough. */
-const PACE_POLL_MS = 10;
-
 /** graphql-ws close codes beyond the standard ones. */
 const UNAUTHORIZED = 4401;
 const SUBSCRIBER_ALREADY_EXISTS = 4409;
@@ -163,15 +160,7 @@ export class SocketConnection extends LiveConnection {
    * past the limit, which would drop their reader.
    */
   writable(): Promise<void> | undefined {
-    const ready = () => this.closed || this.socket.bufferedAmount <= WS_LIMITS.bufferedBytes / 2;
-    if (ready()) return undefined;
-    return new Promise((resolve) => {
-      const timer = setInterval(() => {
-        if (!ready()) return;
-        clearInterval(timer);
-        resolve();
-      }, PACE_POLL_MS);
-    });
+    return this.whenReady(() => this.socket.bufferedAmount <= WS_LIMITS.bufferedBytes / 2);
   }
 
   /** The socket has closed: its pings stop, and what every live connection does (LiveConnection). */

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ExecutionArgs, GraphQLError, GraphQLSchema } from 'graphql';
+import type { ExecutionArgs, GraphQLSchema } from 'graphql';
 import { handleProtocols, makeServer, type Context } from 'graphql-ws';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -10,7 +10,7 @@ import { toAppError } from '../error-mapping';
 import { clientAddressOf } from '../http/client-address';
 import type { Services } from '../services';
 import type { GraphQLContext } from './context';
-import { createFormatError } from './format-error';
+import { createLiveFormat } from './format-error';
 import type { Pipeline } from './pipeline';
 import { Loaders } from './loaders';
 import { GOING_AWAY, INTERNAL_ERROR, SocketConnection, WS_LIMITS } from './socket-connection';
@@ -51,7 +51,7 @@ export function registerSubscriptions(
   live: LiveConnections,
   { tracing }: { tracing?: Tracing } = {},
 ): void {
-  const formatError = createFormatError(config);
+  const formatLogged = createLiveFormat(config, app.log);
   const clientAddress = clientAddressOf(config.trustProxy);
   let connectionCount = 0;
   const shared = { services, log: app.log, subscribes: new RateLimiterMemory({ points: WS_LIMITS.subscribesPer10s, duration: 10 }) };
@@ -62,15 +62,6 @@ export function registerSubscriptions(
     perMessageDeflate: false,
     handleProtocols: (protocols) => handleProtocols(protocols),
   });
-
-  /** An error as the client sees it (catalogue code, masked internals); the unexpected ones are logged. */
-  const formatLogged = (error: GraphQLError) => {
-    const appError = toAppError(error.originalError ?? error);
-    // A variable refused by coercion carries graphql-js's reason as its cause: the client's mistake, not a failure.
-    if (appError.code === 'INTERNAL_SERVER_ERROR' && error.originalError && error.extensions.code !== 'BAD_USER_INPUT')
-      app.log.error({ err: error.originalError }, 'subscription failed');
-    return formatError(error.toJSON(), error);
-  };
 
   const server = makeServer<Record<string, unknown> | undefined, { connection: SocketConnection }>({
     schema,

@@ -2,7 +2,7 @@
 import type { Browser } from 'playwright-core';
 import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
 import { chromiumPath, launchChromium } from '../helpers/browser';
-import { createTrainer } from '../helpers/factories';
+import { createThroughApi, createTrainer } from '../helpers/factories';
 
 /*
  * A browser's own EventSource on /graphql/stream, in a real headless Chromium: the GET form of
@@ -33,15 +33,7 @@ declare global {
 
   it('receives a trainer’s creature events, the missed ones first when it gives after', async () => {
     const owner = await createTrainer(t.app);
-    const create = async (name: string) => {
-      const res = await t.app.inject({
-        method: 'POST',
-        url: `/trainer/${owner.trainer.id}/creature`,
-        headers: { authorization: `Bearer ${owner.token}` },
-        payload: { name, speciesId: 1 },
-      });
-      expect(res.statusCode).toBe(201);
-    };
+    const create = (name: string) => createThroughApi(t.app, owner, name);
     await create('Before the page');
     const page = await browser.newPage();
     // A page of the service's origin as a frontend would be (the service's own pages forbid connections in their CSP).

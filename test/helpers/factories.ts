@@ -76,3 +76,15 @@ export async function createCreature(app: FastifyInstance, trainerId: number, ov
 export async function deleteTrainer(app: FastifyInstance, trainer: Pick<Trainer, 'id'>): Promise<void> {
   await app.services.accounts.remove(trainer.id);
 }
+
+/** A creature created through the REST route, as a client would (its event kept and published); its name. */
+export async function createThroughApi(app: FastifyInstance, owner: TrainerFixture, name: string, speciesId = 1): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: `/trainer/${owner.trainer.id}/creature`,
+    headers: { authorization: `Bearer ${owner.token}` },
+    payload: { name, speciesId },
+  });
+  if (res.statusCode !== 201) throw new Error(`creating ${name} answered ${res.statusCode}: ${res.body}`);
+  return name;
+}

@@ -2,7 +2,7 @@ import { createClient, type Client } from 'graphql-sse';
 import WebSocket from 'ws';
 import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
 import { RESUMED_EVENTS, until } from '../helpers/events';
-import { createTrainer, signIn, type TrainerFixture } from '../helpers/factories';
+import { createThroughApi, createTrainer, signIn, type TrainerFixture } from '../helpers/factories';
 
 /*
  * Creature events over Server-Sent Events (graphql-sse, distinct connections mode) at
@@ -43,15 +43,16 @@ function stream(origin: string, token: string, trainerId: number, after?: number
   return { client, seen };
 }
 
-async function create(t: TestApp, owner: TrainerFixture, name: string): Promise<void> {
-  const res = await t.app.inject({
+const create = (t: TestApp, owner: TrainerFixture, name: string) => createThroughApi(t.app, owner, name, 4);
+
+/** A raw event-stream request (POST) of `trainerId`'s events, as `token`. */
+const openStream = (origin: string, token: string, trainerId: number, signal?: AbortSignal) =>
+  fetch(`${origin}/graphql/stream`, {
     method: 'POST',
-    url: `/trainer/${owner.trainer.id}/creature`,
-    headers: { authorization: `Bearer ${owner.token}` },
-    payload: { name, speciesId: 4 },
+    headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: SUBSCRIBE(trainerId),
+    signal,
   });
-  expect(res.statusCode).toBe(201);
-}
 
 const SUBSCRIBE = (trainerId: number) =>
   JSON.stringify({
@@ -98,12 +99,7 @@ describe.each(databases)('creature events over Server-Sent Events on %s', (kind)
   it('answers a stream with the headers of an event stream, no-store, and the request id', async () => {
     const owner = await createTrainer(t.app);
     const controller = new AbortController();
-    const res = await fetch(`${origin}/graphql/stream`, {
-      method: 'POST',
-      headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${watcher.token}` },
-      body: SUBSCRIBE(owner.trainer.id),
-      signal: controller.signal,
-    });
+    const res = await openStream(origin, watcher.token, owner.trainer.id, controller.signal);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(res.headers.get('cache-control')).toBe('no-store');
@@ -149,20 +145,9 @@ describe.each(databases)('creature events over Server-Sent Events on %s', (kind)
       for (let i = 0; i < 50; i += 1) {
         const controller = new AbortController();
         controllers.push(controller);
-        const res = await fetch(`${origin}/graphql/stream`, {
-          method: 'POST',
-          headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${watcher.token}` },
-          body: SUBSCRIBE(owner.trainer.id),
-          signal: controller.signal,
-        });
-        expect(res.status).toBe(200);
+        expect((await openStream(origin, watcher.token, owner.trainer.id, controller.signal)).status).toBe(200);
       }
-      const extra = await fetch(`${origin}/graphql/stream`, {
-        method: 'POST',
-        headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${watcher.token}` },
-        body: SUBSCRIBE(owner.trainer.id),
-      });
-      expect(extra.status).toBe(429);
+      expect((await openStream(origin, watcher.token, owner.trainer.id)).status).toBe(429);
       const socket = new WebSocket(`${origin.replace('http', 'ws')}/graphql`, 'graphql-transport-ws');
       const status = await new Promise<number>((resolve) => socket.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)));
       expect(status).toBe(429);
@@ -171,11 +156,7 @@ describe.each(databases)('creature events over Server-Sent Events on %s', (kind)
     }
     // Once they have gone, a stream opens again.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const again = await fetch(`${origin}/graphql/stream`, {
-      method: 'POST',
-      headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${watcher.token}` },
-      body: SUBSCRIBE(owner.trainer.id),
-    });
+    const again = await openStream(origin, watcher.token, owner.trainer.id);
     expect(again.status).toBe(200);
     await again.body?.cancel();
   });

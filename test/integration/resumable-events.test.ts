@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../src/app';
 import { databases, listen, startTestApp, startTestInstances, testConfig, type TestApp } from '../helpers/app';
 import { RESUMED_EVENTS, until, watch, type Watch } from '../helpers/events';
-import { createTrainer, TEST_PASSWORD, type TrainerFixture } from '../helpers/factories';
+import { createThroughApi, createTrainer, TEST_PASSWORD, type TrainerFixture } from '../helpers/factories';
 import { RedisServer } from '../helpers/redis-server';
 
 /*
@@ -13,17 +13,7 @@ import { RedisServer } from '../helpers/redis-server';
  * no longer kept ends the subscription with EVENTS_EXPIRED. Driven with graphql-ws's own client.
  */
 
-/** Creates a creature through the REST route, as a client would; its name. */
-async function create(app: FastifyInstance, owner: TrainerFixture, name: string): Promise<string> {
-  const res = await app.inject({
-    method: 'POST',
-    url: `/trainer/${owner.trainer.id}/creature`,
-    headers: { authorization: `Bearer ${owner.token}` },
-    payload: { name, speciesId: 1 },
-  });
-  expect(res.statusCode).toBe(201);
-  return name;
-}
+const create = createThroughApi;
 
 const sequences = (w: Watch) => w.events.map((e) => e.sequence);
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);

@@ -258,7 +258,8 @@ describe('CreatureEventBus', () => {
       const bus = new CreatureEventBus(source, { checkEveryMs: 0 });
       const events = (await bus.subscribe(1, { after: 0 }))!;
       // The first chunk is read; then everything up to 300 goes before the second read.
-      const read = source.read;
+      const read = (trainerId: number, after: number, upTo: number, limit: number) =>
+        keptSource(1, state).read(trainerId, after, upTo, limit);
       let reads = 0;
       source.read = async (trainerId, after, upTo, limit) => {
         reads += 1;
