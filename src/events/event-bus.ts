@@ -49,6 +49,11 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
      * much unsent (the item waits here instead of in the socket's buffer), else undefined.
      */
     private readonly pace: () => Promise<void> | undefined = () => undefined,
+    /**
+     * Asked when the queue is full: true when what it holds may be dropped instead of the reader
+     * (a resuming subscriber still replaying, which reads them again from the kept events).
+     */
+    private readonly shed: () => boolean = () => false,
   ) {}
 
   push(item: T): void {
@@ -60,6 +65,11 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
       return;
     }
     if (this.items.length >= this.max) {
+      if (this.shed()) {
+        this.items.length = 0;
+        this.items.push(item);
+        return;
+      }
       this.end();
       this.onOverflow();
       return;
@@ -387,29 +397,41 @@ export class CreatureEventBus {
    * BAD_USER_INPUT when `after` is a number the trainer has not reached.
    */
   async subscribe(trainerId: number, { onOverflow, pace, after }: SubscribeOptions = {}): Promise<EventStream | null> {
-    const joined = await this.join(trainerId, onOverflow, pace);
+    // While it replays, live events that pile up past the queue's bound are dropped and read from the kept ones instead.
+    const replay = { replaying: after !== undefined, shed: false };
+    const shed = () => replay.replaying && (replay.shed = true);
+    const joined = await this.join(trainerId, onOverflow, pace, shed);
     if (!joined) return null;
     const { queue, from } = joined;
-    if (after === undefined || after === from - 1) return queue;
+    if (after === undefined) {
+      replay.replaying = false;
+      return queue;
+    }
     try {
-      if (after > from - 1) {
-        throw new AppError('BAD_USER_INPUT', 'after is beyond the last event of this trainer', [
-          { field: 'after', message: "must be a sequence of one of the trainer's events" },
-        ]);
+      if (after < from - 1) {
+        const first = await this.source.firstKept(trainerId);
+        if (first === null || first > after + 1) throw expiredError();
+      } else if (after > from - 1) {
+        // Seen elsewhere already (the queue may hold it too, and will be skipped up to it), or not made yet.
+        const position = await this.source.position(trainerId);
+        if (position === null || after > position) {
+          throw new AppError('BAD_USER_INPUT', 'after is beyond the last event of this trainer', [
+            { field: 'after', message: "must be a sequence of one of the trainer's events" },
+          ]);
+        }
       }
-      const first = await this.source.firstKept(trainerId);
-      if (first === null || first > after + 1) throw expiredError();
     } catch (error) {
       void queue.return();
       throw error;
     }
-    const replay = this.replayed(trainerId, after, from - 1, queue, pace);
+    // Nothing to read when `after` is at or past where the live events start: they are skipped up to it.
+    const events = this.replayed(trainerId, after, Math.max(after, from - 1), queue, pace, replay);
     const stream: EventStream = {
-      next: () => replay.next(),
+      next: () => events.next(),
       // Also before the replay has started (a generator not started yet skips its `finally`).
       return: () => {
         void queue.return();
-        return replay.return(undefined);
+        return events.return(undefined);
       },
       get finished() {
         return queue.finished;
@@ -419,43 +441,60 @@ export class CreatureEventBus {
     return stream;
   }
 
-  /** The kept events numbered `after` + 1 to `last`, then `queue`'s (see subscribe). */
+  /**
+   * The kept events numbered `after` + 1 to `last`, then `queue`'s (see subscribe). When live
+   * events piled up past the queue's bound meanwhile (`replay.shed`: the queue dropped them), the
+   * replay reads on from the kept events up to the trainer's position then, and again, until it
+   * has caught up without the queue overflowing; the queue's events it has already sent are skipped.
+   */
   private async *replayed(
     trainerId: number,
     after: number,
     last: number,
     queue: EventQueue<CreatureEventMessage>,
     pace: (() => Promise<void> | undefined) | undefined,
+    replay: { replaying: boolean; shed: boolean },
   ): AsyncGenerator<CreatureEventMessage | Expired> {
     try {
       let seen = after;
       let inARow = 0;
-      while (seen < last) {
-        const events = await this.source.read(trainerId, seen, last, READ_CHUNK);
-        // Pruned since the subscription started (it was kept then): the client must refetch.
-        if (events.length === 0 || events[0].seq !== seen + 1) {
-          yield EXPIRED;
-          return;
-        }
-        for (const event of events) {
-          if (event.seq !== seen + 1) {
+      for (let upTo: number | null = last; upTo !== null;) {
+        while (seen < upTo) {
+          const events = await this.source.read(trainerId, seen, upTo, READ_CHUNK);
+          // Pruned since the subscription started (it was kept then): the client must refetch.
+          if (events.length === 0 || events[0].seq !== seen + 1) {
             yield EXPIRED;
             return;
           }
-          inARow += 1;
-          if (inARow >= ITEMS_PER_TURN) {
-            inARow = 0;
-            await new Promise((resolve) => setImmediate(resolve));
+          for (const event of events) {
+            if (event.seq !== seen + 1) {
+              yield EXPIRED;
+              return;
+            }
+            inARow += 1;
+            if (inARow >= ITEMS_PER_TURN) {
+              inARow = 0;
+              await new Promise((resolve) => setImmediate(resolve));
+            }
+            const wait = pace?.();
+            if (wait) await wait;
+            if (queue.finished) return;
+            seen = event.seq;
+            yield event;
           }
-          const wait = pace?.();
-          if (wait) await wait;
-          if (queue.finished) return;
-          seen = event.seq;
-          yield event;
         }
+        if (!replay.shed) break;
+        replay.shed = false;
+        upTo = await this.source.position(trainerId);
       }
-      yield* queue;
+      replay.replaying = false;
+      for await (const event of queue) {
+        if (event.seq <= seen) continue;
+        seen = event.seq;
+        yield event;
+      }
     } finally {
+      replay.replaying = false;
       void queue.return();
     }
   }
@@ -465,6 +504,7 @@ export class CreatureEventBus {
     trainerId: number,
     onOverflow?: () => void,
     pace?: () => Promise<void> | undefined,
+    shed?: () => boolean,
   ): Promise<{ queue: EventQueue<CreatureEventMessage>; from: number } | null> {
     let stream = this.streams.get(trainerId);
     if (!stream) {
@@ -480,7 +520,10 @@ export class CreatureEventBus {
       this.streams.set(trainerId, stream);
     }
     const joined = stream;
+    /** The number of the first event the listener got. */
+    let first: number | undefined;
     const listener: Listener = (events, deletion, end) => {
+      if (first === undefined && events.length > 0) first = events[0].seq;
       if (deletion) queue.pushFinal(events, end);
       else for (const event of events) queue.push(event);
     };
@@ -489,17 +532,15 @@ export class CreatureEventBus {
       onOverflow,
       MAX_QUEUED_EVENTS,
       pace,
+      shed,
     );
     joined.listeners.add(listener);
-    // The listener gets every event the stream delivers from now on: from `next`, once known.
-    let from = joined.next;
     try {
       joined.followed ??= this.channel.follow(trainerId);
       // Redis away: the subscription starts anyway, with this instance's events, and the follow
       // completes once Redis is back.
       if (joined.followed) await Promise.race([joined.followed, new Promise((resolve) => setTimeout(resolve, FOLLOW_WAIT_MS).unref())]);
-      if (from === undefined) from = joined.next;
-      if (from === undefined) {
+      if (joined.next === undefined) {
         // After following: every event numbered above the position read is then on its way here.
         joined.start ??= this.position(trainerId).finally(() => (joined.start = undefined));
         const last = await joined.start;
@@ -512,13 +553,14 @@ export class CreatureEventBus {
           for (const seq of joined.held.keys()) if (seq <= last) joined.held.delete(seq);
           this.advance(trainerId, joined);
         }
-        from = last + 1;
       }
     } catch (error) {
       void queue.return();
       throw error;
     }
-    return { queue, from };
+    // The listener gets every event the stream delivers from the moment it was added: its first
+    // event so far, or, when none has come yet, the next the stream will deliver.
+    return { queue, from: first ?? joined.next };
   }
 
   private position(trainerId: number): Promise<number | null> {
@@ -572,7 +614,10 @@ export class CreatureEventBus {
     // A read under way delivers, then settles, what it finds.
     if (stream.filling || stream.held.size === 0 || stream.next === undefined) return;
     const upTo = Math.min(...stream.held.keys()) - 1;
-    void this.fill(trainerId, stream, upTo).then(() => this.settle(trainerId, stream, upTo));
+    void this.fill(trainerId, stream, upTo).then((read) => {
+      // A read that failed (the database away) gives nothing up: the gap waits for the next check.
+      if (read) this.settle(trainerId, stream, upTo);
+    });
   }
 
   /**
@@ -589,11 +634,12 @@ export class CreatureEventBus {
 
   /**
    * Reads the trainer's kept events from `next` up to `upTo` into `held`, delivering each chunk
-   * as it comes. One read at a time per trainer; a failed read (the database away) leaves the
-   * rest to the next check.
+   * as it comes; whether it read all there is. One read at a time per trainer (false for another
+   * while one runs); a failed read (the database away) is false too, and leaves the rest to the
+   * next check.
    */
-  private async fill(trainerId: number, stream: Stream, upTo: number): Promise<void> {
-    if (stream.filling) return;
+  private async fill(trainerId: number, stream: Stream, upTo: number): Promise<boolean> {
+    if (stream.filling) return false;
     stream.filling = true;
     try {
       while (stream.next !== undefined && stream.next <= upTo && this.streams.get(trainerId) === stream) {
@@ -601,10 +647,11 @@ export class CreatureEventBus {
         const events = await this.source.read(trainerId, from - 1, upTo, READ_CHUNK);
         for (const event of events) if (stream.next !== undefined && event.seq >= stream.next) stream.held.set(event.seq, event);
         if (stream.next !== undefined && stream.held.has(stream.next)) this.advance(trainerId, stream);
-        if (events.length < READ_CHUNK || stream.next === from) return;
+        if (events.length < READ_CHUNK || stream.next === from) return true;
       }
+      return true;
     } catch {
-      // The database away: the next check tries again.
+      return false;
     } finally {
       stream.filling = false;
     }
@@ -621,8 +668,7 @@ export class CreatureEventBus {
       for (const [trainerId, last] of positions) {
         const stream = this.streams.get(trainerId);
         if (stream?.next === undefined || last < stream.next || stream.filling) continue;
-        await this.fill(trainerId, stream, last);
-        this.settle(trainerId, stream, last);
+        if (await this.fill(trainerId, stream, last)) this.settle(trainerId, stream, last);
       }
     }
   }

@@ -205,6 +205,13 @@ export function registerEventStream(
           await body.return(undefined);
           return await refused();
         }
+        // The service began to shut down while it started: no stream begins now (preClose ended the others).
+        if (live.closing) {
+          await body.return(undefined);
+          return await reply
+            .code(503)
+            .send({ errors: [formatLogged(graphqlError('SERVICE_UNAVAILABLE', 'The service is shutting down'))] });
+        }
         // The stream: written here, one event at a time, counting what has gone (see writable).
         reply.hijack();
         reply.raw.writeHead(200, {

@@ -1,5 +1,8 @@
+import { localChannel, type KeyedChannel } from '../../src/common/channel';
 import { CreatureEventBus, EventQueue, isExpired, positionsOnly, type EventSource, type EventStream } from '../../src/events/event-bus';
-import { CreatureEventKind, toMessage } from '../../src/events/creature-event';
+import { CreatureEventKind, toMessage, type BusMessage } from '../../src/events/creature-event';
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 import { Creature } from '../../src/creatures/creature.entity';
 
 const creatureOf = (trainerId: number, id: number) =>
@@ -270,6 +273,92 @@ describe('CreatureEventBus', () => {
       expect(seen).toEqual([...Array.from({ length: 256 }, (_, i) => i + 1), -1]);
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(bus.size).toBe(0);
+    });
+
+    it('starts a late subscriber’s live events where its replay ends, also when another subscriber set the stream going meanwhile', async () => {
+      // Redis never confirms the follow: each subscription waits FOLLOW_WAIT_MS on its own clock.
+      const local = localChannel<BusMessage>();
+      const channel: KeyedChannel<BusMessage> = {
+        publish: (message) => local.publish(message),
+        subscribe: (handler) => local.subscribe(handler),
+        follow: () => new Promise<void>(() => undefined),
+        unfollow: () => undefined,
+        connected: false,
+      };
+      const state = { last: 5 };
+      const bus = new CreatureEventBus(keptSource(1, state), { checkEveryMs: 0 }, channel);
+      const early = bus.subscribe(1);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const missedSix = bus.subscribe(1, { after: 5 });
+      // This one saw event 6 on another instance already.
+      const sawSix = bus.subscribe(1, { after: 6 });
+      const first = collect(await early);
+      // The stream is going (from 6) and event 6 reaches every listener before the late ones resolve.
+      state.last = 6;
+      bus.deliver(event(1, 6));
+      const fromFive = collect(await missedSix);
+      const fromSix = collect(await sawSix);
+      state.last = 7;
+      bus.deliver(event(1, 7));
+      for (let i = 0; i < 10; i += 1) await settled(fromSix);
+      expect(fromFive).toEqual([6, 7]);
+      expect(fromSix).toEqual([7]);
+      expect(first).toEqual([6, 7]);
+    });
+
+    it('keeps a gap for the next check when reading the kept events failed, instead of giving it up', async () => {
+      const state = { last: 0 };
+      const source = keptSource(1, state);
+      const read = source.read.bind(source);
+      let failures = 1;
+      source.read = async (trainerId, after, upTo, limit) => {
+        if (failures > 0) {
+          failures -= 1;
+          throw new Error('the database is away');
+        }
+        return read(trainerId, after, upTo, limit);
+      };
+      const bus = new CreatureEventBus(source, { checkEveryMs: 30 });
+      try {
+        const seen = collect(await bus.subscribe(1));
+        state.last = 3;
+        bus.deliver(event(1, 3));
+        expect(await settled(seen)).toEqual([]);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(await settled(seen)).toEqual([1, 2, 3]);
+      } finally {
+        await bus.stop();
+      }
+    });
+
+    it('reads from the kept events instead of dropping a subscriber whose live events pile up while it replays', async () => {
+      const state = { last: 300 };
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let paced = false;
+      let dropped = false;
+      const bus = new CreatureEventBus(keptSource(1, state), { checkEveryMs: 0 });
+      const events = await bus.subscribe(1, {
+        after: 0,
+        onOverflow: () => (dropped = true),
+        // The reader's connection is slow: the replay waits at its first event.
+        pace: () => (paced ? undefined : held),
+      });
+      const seen = collect(events);
+      await settled(seen);
+      // 400 live events meanwhile: more than the queue holds.
+      for (let seq = 301; seq <= 700; seq += 1) {
+        state.last = seq;
+        bus.deliver(event(1, seq));
+      }
+      paced = true;
+      release();
+      for (let i = 0; i < 100 && seen.length < 700; i += 1) await settled(seen);
+      expect(dropped).toBe(false);
+      expect(seen).toEqual(range(1, 700));
+      bus.deliver(event(1, 701));
+      for (let i = 0; i < 20 && seen.length < 701; i += 1) await settled(seen);
+      expect(seen.at(-1)).toBe(701);
     });
 
     it('fills a gap from the kept events instead of skipping it', async () => {
