@@ -77,14 +77,28 @@ describe('WORKERS=2', () => {
     // most of a 40 s wait.
     const deadline = Date.now() + 75_000;
     let inARow = 0;
-    while (inARow < 6 && Date.now() < deadline) {
-      inARow = (await ready()) === 200 ? inARow + 1 : 0;
-      if (inARow === 0) await new Promise((r) => setTimeout(r, 200));
+    try {
+      while (inARow < 6 && Date.now() < deadline) {
+        inARow = (await ready()) === 200 ? inARow + 1 : 0;
+        if (inARow === 0) await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(inARow).toBe(6);
+      const workers = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/);
+      expect(workers).toHaveLength(2);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      // A failure above must not leave the primary and its workers running (Jest would wait on them for ever).
+      if (child.exitCode === null && child.signalCode === null) {
+        for (const pid of readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) {
+          try {
+            process.kill(Number(pid), 'SIGKILL');
+          } catch {
+            // gone already
+          }
+        }
+        child.kill('SIGKILL');
+      }
     }
-    expect(inARow).toBe(6);
-    const workers = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/);
-    expect(workers).toHaveLength(2);
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
   }, 100_000);
 });
