@@ -10,7 +10,6 @@ import type { GraphQLContext } from './context';
 import { createLiveFormat, graphqlError } from './format-error';
 import { LiveConnection, type Refusal } from './live-connection';
 import type { LiveConnections } from './live-connections';
-import { Loaders } from './loaders';
 import type { Pipeline } from './pipeline';
 
 /** Events handed to the response but not yet written, before the next one waits (see StreamConnection.writable). */
@@ -129,16 +128,7 @@ export function registerEventStream(
       });
       if ('errors' in admitted) return refusedWith(admitted.errors);
       tracing?.describeOperation(admitted.operation.operation, admitted.operation.name?.value ?? params.operationName);
-      const auth = connection.auth!;
-      const contextValue: StreamContext = {
-        services,
-        loaders: new Loaders(services, auth),
-        auth,
-        selfIds: new Set(),
-        clientIp: connection.ip,
-        log: req.raw.log,
-        connection,
-      };
+      const contextValue: StreamContext = { ...connection.contextFor(req.raw.log) };
       const args: ExecutionArgs & { contextValue: StreamContext } = {
         schema,
         document: admitted.document,

@@ -6,6 +6,7 @@ import { toAppError } from '../error-mapping';
 import type { Services } from '../services';
 import type { GraphQLContext, TrackedQueue } from './context';
 import { graphqlError } from './format-error';
+import { Loaders } from './loaders';
 
 /** How often a paced subscription looks again whether its connection has sent enough. */
 const PACE_POLL_MS = 10;
@@ -61,6 +62,20 @@ export abstract class LiveConnection implements NonNullable<GraphQLContext['conn
         resolve();
       }, PACE_POLL_MS);
     });
+  }
+
+  /** The context a subscription of this open connection runs in (both doors). */
+  contextFor(log: FastifyBaseLogger): GraphQLContext {
+    const auth = this.session!.auth;
+    return {
+      services: this.shared.services,
+      loaders: new Loaders(this.shared.services, auth),
+      auth,
+      selfIds: new Set(),
+      clientIp: this.ip,
+      log,
+      connection: this,
+    };
   }
 
   /** The caller this connection speaks for, once open. */

@@ -9,10 +9,8 @@ import type { Config } from '../config';
 import { toAppError } from '../error-mapping';
 import { clientAddressOf } from '../http/client-address';
 import type { Services } from '../services';
-import type { GraphQLContext } from './context';
 import { createLiveFormat } from './format-error';
 import type { Pipeline } from './pipeline';
-import { Loaders } from './loaders';
 import { GOING_AWAY, INTERNAL_ERROR, SocketConnection, WS_LIMITS } from './socket-connection';
 import type { Tracing } from '../telemetry/spans';
 import type { LiveConnections } from './live-connections';
@@ -84,16 +82,7 @@ export function registerSubscriptions(
         if ('errors' in admitted) return admitted.errors;
         const { document, operation } = admitted;
         tracing?.describeOperation(operation.operation, operation.name?.value ?? payload.operationName);
-        const auth = connection.auth!;
-        const contextValue: GraphQLContext = {
-          services,
-          loaders: new Loaders(services, auth),
-          auth,
-          selfIds: new Set(),
-          clientIp: connection.ip,
-          log: app.log,
-          connection,
-        };
+        const contextValue = connection.contextFor(app.log);
         started = true;
         const args: ExecutionArgs = {
           schema,
