@@ -9,6 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { GaleraCluster } from '../test/helpers/galera';
+import { freePorts } from '../test/helpers/ports';
 
 export interface ClusterOptions {
   readonly root: string;
@@ -68,9 +69,9 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterRow[]> {
   const instances: { base: string; process: ChildProcess }[] = [];
   try {
     await cluster.query(0, `CREATE DATABASE ${DATABASE} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
-    const first = 4900 + Math.floor(Math.random() * 300);
+    const ports = await freePorts(3);
     for (const i of [0, 1, 2]) {
-      const port = first + i;
+      const port = ports[i];
       const child = spawn(process.execPath, [...o.nodeFlags, 'dist/src/main.js'], {
         cwd: o.root,
         env: {

@@ -18,6 +18,7 @@ import { renderCluster, runCluster } from './cluster';
 import { renderEvents, runEvents } from './events';
 import { renderScale, runScale } from './scale';
 import { CursorCodec } from '../src/common/cursor';
+import { freePorts } from '../test/helpers/ports';
 import { renderChart, renderMarkdown, renderTable, type CaseResult, type Report } from './report';
 import { BENCH_PASSWORD, HEAVY_TRAINER, seed } from './seed';
 
@@ -339,8 +340,7 @@ async function otlpSink(): Promise<Server> {
  * documents (writeManifest).
  */
 async function startServers(url: string, trusted: boolean): Promise<Servers> {
-  const servicePort = 4600 + Math.floor(Math.random() * 300);
-  const baselinePort = servicePort + 1000;
+  const [servicePort, baselinePort, tracedPort, replicatedPort, comparedPort, federatedPort] = await freePorts(6);
   const startScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   const nodeFlags = startScript.split(/\s+/).filter((word) => word.startsWith('--'));
   const entry = [...nodeFlags, ...(args['from-source'] ? ['-r', 'ts-node/register/transpile-only', 'src/main.ts'] : ['dist/src/main.js'])];
@@ -360,10 +360,6 @@ async function startServers(url: string, trusted: boolean): Promise<Servers> {
     ...(trusted ? { TRUSTED_DOCUMENTS: writeManifest() } : {}),
   };
   const sink = await otlpSink();
-  const tracedPort = servicePort + 2000;
-  const replicatedPort = servicePort + 3000;
-  const comparedPort = servicePort + 4000;
-  const federatedPort = servicePort + 5000;
   const replicaUrl = args['replica-url'] ?? process.env.BENCH_REPLICA_URL ?? url;
   const servers: Servers = {
     service: start(entry, serviceEnv, 'service'),
@@ -784,8 +780,7 @@ async function eventsSection(url: string): Promise<void> {
   const redisUrl = args['redis-url'] ?? process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
   const startScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   const nodeFlags = startScript.split(/\s+/).filter((word) => word.startsWith('--'));
-  const first = 4600 + Math.floor(Math.random() * 300);
-  const instances = [first, first + 1].map((port, i) => ({
+  const instances = (await freePorts(2)).map((port, i) => ({
     base: `http://127.0.0.1:${port}`,
     process: start(
       [...nodeFlags, ...(args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args['cpu-prof'])}`] : []), 'dist/src/main.js'],

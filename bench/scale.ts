@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createConnection } from 'mysql2/promise';
 import { CursorCodec } from '../src/common/cursor';
+import { freePort } from '../test/helpers/ports';
 import { BENCH_PASSWORD, seed } from './seed';
 
 export interface ScaleOptions {
@@ -183,7 +184,7 @@ async function startSize(
 ): Promise<Running> {
   const { url, seedSeconds } = prepared ?? (await prepare(o, trainers));
   await warm(url);
-  const port = 5600 + Math.floor(Math.random() * 300);
+  const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const started = performance.now();
   const service: ChildProcess = spawn(process.execPath, [...o.nodeFlags, 'dist/src/main.js'], {

@@ -5,6 +5,7 @@ import { createTestDatabase, databases, TEST_JWT_SECRET, testConfig } from '../h
 import { createTrainer } from '../helpers/factories';
 import { gql, type Problem } from '../helpers/graphql';
 import { TcpProxy } from '../helpers/tcp-proxy';
+import { freePort } from '../helpers/ports';
 
 /*
  * MySQL going away and coming back, for real: the app talks to MariaDB through a TCP proxy
@@ -98,7 +99,7 @@ describeMysql('database faults (MySQL through a TCP proxy)', () => {
 
   it('starts while MySQL is away: alive, not ready, SERVICE_UNAVAILABLE, then ready on its own, and survives losing it under list load', async () => {
     await proxy.cut();
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
       cwd: root,
       env: {

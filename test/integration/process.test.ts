@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../helpers/ports';
 
 const root = join(__dirname, '..', '..');
 
@@ -51,7 +52,7 @@ describe('starting the service with bad configuration', () => {
 
 describe('WORKERS=2', () => {
   it('serves from two worker processes on one port and stops them all on SIGTERM', async () => {
-    const port = 21000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'registry-workers-'));
     const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
       cwd: root,
