@@ -154,15 +154,14 @@ export function registerEventStream(
           .code(406)
           .send({ errors: [formatLogged(graphqlError('BAD_USER_INPUT', 'Accept: text/event-stream is required here'))] });
       }
-      const origin = request.headers.origin;
-      if (origin !== undefined && config.corsOrigins.length > 0 && !config.corsOrigins.includes(origin)) {
+      const ip = clientAddress(request.raw);
+      const refused = live.refusal(ip, request.headers.origin);
+      if (refused === 403) {
         return reply.code(403).send({ errors: [formatLogged(graphqlError('FORBIDDEN', 'This origin may not open event streams'))] });
       }
-      const ip = clientAddress(request.raw);
-      const full = live.refusal(ip);
-      if (full) {
-        const code = full === 429 ? 'RATE_LIMITED' : 'SERVICE_UNAVAILABLE';
-        return reply.code(full).send({ errors: [formatLogged(graphqlError(code, 'Too many live-events connections'))] });
+      if (refused) {
+        const code = refused === 429 ? 'RATE_LIMITED' : 'SERVICE_UNAVAILABLE';
+        return reply.code(refused).send({ errors: [formatLogged(graphqlError(code, 'Too many live-events connections'))] });
       }
       const connection = new StreamConnection(reply, ip, { services, log: request.log }, (error) => formatLogged(error));
       const token = (request.query as { access_token?: unknown } | undefined)?.access_token;

@@ -25,7 +25,12 @@ export class LiveConnections {
   /** Set on shutdown: no new connection is taken. */
   closing = false;
 
-  constructor(services: Services, sessionCheckMs: number = LIVE_LIMITS.sessionCheckMs) {
+  constructor(
+    services: Services,
+    /** CORS_ORIGINS: when not empty, a browser page of any other origin may not open a connection. */
+    private readonly origins: readonly string[],
+    sessionCheckMs: number = LIVE_LIMITS.sessionCheckMs,
+  ) {
     this.stopListening = services.sessionEndings.subscribe((ended) => {
       for (const connection of this.open) connection.endedBy(ended);
     });
@@ -40,9 +45,13 @@ export class LiveConnections {
     this.checkSessions.unref();
   }
 
-  /** Why a new connection from `ip` is refused now (the HTTP status to answer), or undefined. */
-  refusal(ip: string): 429 | 503 | undefined {
+  /**
+   * Why a new connection from `ip`, sent by a page of `origin` (its Origin header), is refused now
+   * (the HTTP status to answer), or undefined.
+   */
+  refusal(ip: string, origin: string | undefined): 403 | 429 | 503 | undefined {
     if (this.closing || this.open.size >= LIVE_LIMITS.connections) return 503;
+    if (origin !== undefined && this.origins.length > 0 && !this.origins.includes(origin)) return 403;
     if ((this.perAddress.get(ip) ?? 0) >= LIVE_LIMITS.connectionsPerAddress) return 429;
     return undefined;
   }

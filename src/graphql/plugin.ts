@@ -156,7 +156,7 @@ export async function registerGraphQL(
   await apollo.start();
   app.addHook('onClose', async () => apollo.stop());
   // Live events: two doors (WebSocket at /graphql, Server-Sent Events at /graphql/stream), one count of their connections.
-  const live = new LiveConnections(services, options.sessionCheckMs);
+  const live = new LiveConnections(services, config.corsOrigins, options.sessionCheckMs);
   registerSubscriptions(app, config, services, schema, pipeline, live, options);
 
   if (config.sandbox) registerIdeRoutes(app);

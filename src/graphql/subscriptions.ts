@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ExecutionArgs, GraphQLSchema } from 'graphql';
 import { handleProtocols, makeServer, type Context } from 'graphql-ws';
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
@@ -145,13 +145,8 @@ export function registerSubscriptions(
     const path = (request.url ?? '').split('?')[0];
     if (request.headers.upgrade?.toLowerCase() !== 'websocket') return refuse(socket, 400, 'Only WebSocket upgrades are taken');
     if (path !== '/graphql') return refuse(socket, 404, 'Not Found');
-    if (live.closing) return refuse(socket, 503, 'Service Unavailable');
-    const origin = request.headers.origin;
-    if (origin !== undefined && config.corsOrigins.length > 0 && !config.corsOrigins.includes(origin)) {
-      return refuse(socket, 403, 'Forbidden');
-    }
-    const refused = live.refusal(clientAddress(request));
-    if (refused) return refuse(socket, refused, refused === 429 ? 'Too Many Requests' : 'Service Unavailable');
+    const refused = live.refusal(clientAddress(request), request.headers.origin);
+    if (refused) return refuse(socket, refused, STATUS_CODES[refused]!);
     wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
   };
   app.server.on('upgrade', onUpgrade);

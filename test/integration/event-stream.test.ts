@@ -46,10 +46,10 @@ function stream(origin: string, token: string, trainerId: number, after?: number
 const create = (t: TestApp, owner: TrainerFixture, name: string) => createThroughApi(t.app, owner, name, 4);
 
 /** A raw event-stream request (POST) of `trainerId`'s events, as `token`. */
-const openStream = (origin: string, token: string, trainerId: number, signal?: AbortSignal) =>
+const openStream = (origin: string, token: string, trainerId: number, signal?: AbortSignal, headers: Record<string, string> = {}) =>
   fetch(`${origin}/graphql/stream`, {
     method: 'POST',
-    headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${token}`, ...headers },
     body: SUBSCRIBE(trainerId),
     signal,
   });
@@ -66,7 +66,7 @@ describe.each(databases)('creature events over Server-Sent Events on %s', (kind)
   let watcher: TrainerFixture;
   const clients: Client[] = [];
   beforeAll(async () => {
-    t = await startTestApp(kind, {}, { sessionCheckMs: 200 });
+    t = await startTestApp(kind, { CORS_ORIGINS: 'https://app.example.com' }, { sessionCheckMs: 200 });
     origin = await listen(t);
     watcher = await createTrainer(t.app);
   });
@@ -124,6 +124,16 @@ describe.each(databases)('creature events over Server-Sent Events on %s', (kind)
     clients.push(unknown.client);
     await until(() => unknown.seen.errors.length > 0, 'the refusal');
     expect(unknown.seen.errors[0].extensions?.code).toBe('NOT_FOUND');
+  });
+
+  it('refuses a page of an Origin outside CORS_ORIGINS (403 FORBIDDEN), and takes the listed one', async () => {
+    const owner = await createTrainer(t.app);
+    const evil = await openStream(origin, watcher.token, owner.trainer.id, undefined, { origin: 'https://evil.example' });
+    expect(evil.status).toBe(403);
+    expect(((await evil.json()) as Seen).errors[0].extensions?.code).toBe('FORBIDDEN');
+    const listed = await openStream(origin, watcher.token, owner.trainer.id, undefined, { origin: 'https://app.example.com' });
+    expect(listed.status).toBe(200);
+    await listed.body?.cancel();
   });
 
   it('ends a stream with UNAUTHENTICATED when its session logs out', async () => {
