@@ -23,6 +23,12 @@ export interface EventsOptions {
   readonly memory: (pid: number) => { rssMb: number };
   /** A trainer's last event number, read from the database. */
   readonly eventSeq: (trainerId: number) => Promise<number>;
+  /**
+   * The kept events (creature_event) at the second size: `count` more are added (for trainers that
+   * do not exist, at the present time, so pruning keeps them), and taken away again by `remove`.
+   * How many are kept in all is read by `kept`.
+   */
+  readonly keptEvents?: { count: number; add: () => Promise<void>; remove: () => Promise<void>; kept: () => Promise<number> };
 }
 
 export interface EventsReport {
@@ -44,7 +50,20 @@ export interface EventsReport {
   /** Per instance: before any subscriber, with all of them connected and idle, after the stream. */
   readonly rssMb: { before: number; idle: number; after: number }[];
   /** A subscriber resuming 1,000 events behind (`after`), on the instance that made none of them. */
-  readonly replay: { events: number; ms: number; inOrder: boolean };
+  readonly replay: Replay;
+  /** The same replay with `keptEvents.count` more events kept (none when not asked). */
+  readonly replayAtSize?: Replay;
+}
+
+/** A replay (measureReplay), with how many events the table kept and what its writes took. */
+interface Replay {
+  readonly events: number;
+  readonly ms: number;
+  readonly inOrder: boolean;
+  /** Events in creature_event while it ran. */
+  readonly kept: number;
+  /** Milliseconds a creation (which keeps its event in its own transaction) took, sent to answered. */
+  readonly create: Percentiles;
 }
 
 interface Percentiles {
@@ -280,6 +299,16 @@ export async function runEvents(options: EventsOptions): Promise<EventsReport> {
   }
   await Promise.all(subscribers.map(async (s) => s.client.dispose()));
   const replay = await measureReplay(bases, trainerIds[0], tokens.get(trainerIds[0])!, options);
+  let replayAtSize: Replay | undefined;
+  if (options.keptEvents) {
+    log(`events: ${options.keptEvents.count.toLocaleString('en')} more kept events, then the same replay`);
+    await options.keptEvents.add();
+    try {
+      replayAtSize = await measureReplay(bases, trainerIds[0], tokens.get(trainerIds[0])!, options);
+    } finally {
+      await options.keptEvents.remove();
+    }
+  }
   const writeCount = [...writes.values()].reduce((sum, list) => sum + list.length, 0);
   return {
     subscribers: subscribers.length,
@@ -297,6 +326,7 @@ export async function runEvents(options: EventsOptions): Promise<EventsReport> {
     latencyFromAnswer: percentiles(fromAnswer),
     rssMb: pids.map((_, i) => ({ before: rssBefore[i], idle: rssIdle[i], after: rssAfter[i] })),
     replay,
+    replayAtSize,
   };
 }
 
@@ -313,18 +343,22 @@ async function measureReplay(
   bases: readonly string[],
   trainer: number,
   token: string,
-  { log, eventSeq }: Pick<EventsOptions, 'log' | 'eventSeq'>,
-): Promise<EventsReport['replay']> {
-  log(`events: ${REPLAYED} events of one trainer, then a replay of them`);
+  { log, eventSeq, keptEvents }: Pick<EventsOptions, 'log' | 'eventSeq' | 'keptEvents'>,
+): Promise<Replay> {
+  const kept = keptEvents ? await keptEvents.kept() : 0;
+  log(`events: ${REPLAYED} events of one trainer, then a replay of them (${kept.toLocaleString('en')} events kept)`);
   const first = await eventSeq(trainer);
+  const creations: number[] = [];
   for (let made = 0; made < REPLAYED; made += 20) {
     await Promise.all(
       Array.from({ length: 10 }, async (_, k) => {
+        const sent = performance.now();
         const res = await post<{ id: number }>(
           `${bases[0]}/trainer/${trainer}/creature`,
           { name: `replay-${made}-${k}-${Date.now()}`, speciesId: 1 },
           token,
         );
+        creations.push(performance.now() - sent);
         if (res.status !== 201) throw new Error(`create failed: ${res.status}`);
         const gone = await fetch(`${bases[0]}/trainer/${trainer}/creature/${res.body.id}`, {
           method: 'DELETE',
@@ -363,8 +397,16 @@ async function measureReplay(
   await Promise.race([all, sleep(30_000)]);
   const ms = Math.round(performance.now() - started);
   await client.dispose();
-  return { events: sequences.length, ms, inOrder: sequences.every((seq, i) => seq === first + 1 + i) };
+  return {
+    events: sequences.length,
+    ms,
+    inOrder: sequences.every((seq, i) => seq === first + 1 + i),
+    kept,
+    create: percentiles(creations),
+  };
 }
+
+const ratio = (a: number, b: number) => `${(a / Math.max(b, 0.01)).toFixed(2)}x`;
 
 export function renderEvents(report: EventsReport): string {
   const ok = (pass: boolean) => (pass ? 'met' : '**missed**');
@@ -381,7 +423,15 @@ export function renderEvents(report: EventsReport): string {
       (rss, i) =>
         `| instance ${i === 0 ? 'A' : 'B'} RSS: before / 1,000 idle subscribers / after the stream | ${rss.before} / ${rss.idle} / ${rss.after} MB | idle <= 200 MB (${ok(rss.idle <= 200)}) |`,
     ),
-    `| a replay of ${REPLAYED} events to one subscriber resuming on the other instance (\`after\`), from its subscribe to the last | ${report.replay.events} events in ${report.replay.ms} ms, ${report.replay.inOrder ? 'in order, none missing' : '**not in order or incomplete**'} | < 1 s (${ok(report.replay.ms < 1000 && report.replay.events === REPLAYED && report.replay.inOrder)}) |`,
+    ...[report.replay, ...(report.replayAtSize ? [report.replayAtSize] : [])].map(
+      (replay) =>
+        `| a replay of ${REPLAYED} events to one subscriber resuming on the other instance (\`after\`), from its subscribe to the last, ${replay.kept.toLocaleString('en')} events kept | ${replay.events} events in ${replay.ms} ms, ${replay.inOrder ? 'in order, none missing' : '**not in order or incomplete**'}; its creations p50 / p99 ${replay.create.p50} / ${replay.create.p99} ms | < 1 s (${ok(replay.ms < 1000 && replay.events === REPLAYED && replay.inOrder)}) |`,
+    ),
+    ...(report.replayAtSize
+      ? [
+          `| the replay and its creations at ${report.replayAtSize.kept.toLocaleString('en')} kept events against ${report.replay.kept.toLocaleString('en')} | replay ${ratio(report.replayAtSize.ms, report.replay.ms)}, creation p50 ${ratio(report.replayAtSize.create.p50, report.replay.create.p50)} | within 1.5x (${ok(report.replayAtSize.ms <= 1.5 * report.replay.ms && report.replayAtSize.create.p50 <= 1.5 * report.replay.create.p50)}) |`,
+        ]
+      : []),
   ];
   return lines.join('\n');
 }

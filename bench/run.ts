@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createConnection } from 'mysql2/promise';
+import { createConnection, type Connection } from 'mysql2/promise';
 import { renderAbuse, runAbuse } from './abuse';
 import { renderCluster, runCluster } from './cluster';
 import { renderEvents, runEvents } from './events';
@@ -62,6 +62,8 @@ const { values: args } = parseArgs({
     'cpu-prof': { type: 'string' },
     subscribers: { type: 'string' },
     rate: { type: 'string' },
+    // With --events: the replay again with this many more kept events (default 2,000,000; 0: not again).
+    'kept-events': { type: 'string' },
     // Another Node binary: one more instance of the service runs on it, and the main cases run on
     // both instances side by side in the same rounds, against the same baseline.
     'compare-node': { type: 'string' },
@@ -798,6 +800,8 @@ async function eventsSection(url: string): Promise<void> {
       `instance ${i === 0 ? 'A' : 'B'}`,
     ),
   }));
+  const keptEvents = Number(args['kept-events'] ?? 2_000_000);
+  const database = await createConnection({ uri: url });
   try {
     for (const instance of instances) await waitFor(`${instance.base}/readyz`, instance.process);
     const report = await runEvents({
@@ -810,14 +814,10 @@ async function eventsSection(url: string): Promise<void> {
       log,
       memory,
       eventSeq: async (trainerId) => {
-        const connection = await createConnection({ uri: url });
-        try {
-          const [rows] = await connection.query('SELECT event_seq AS seq FROM trainer WHERE id = ?', [trainerId]);
-          return Number((rows as { seq: number | string }[])[0].seq);
-        } finally {
-          await connection.end();
-        }
+        const [rows] = await database.query('SELECT event_seq AS seq FROM trainer WHERE id = ?', [trainerId]);
+        return Number((rows as { seq: number | string }[])[0].seq);
       },
+      keptEvents: keptEvents > 0 ? fillerEvents(database, keptEvents) : undefined,
     });
     const when = new Date().toISOString();
     const stamp = `${when.replace(/[:.]/g, '-')}-events`;
@@ -830,7 +830,45 @@ async function eventsSection(url: string): Promise<void> {
     log(`wrote ${join(options.out, `${stamp}.{json,md}`)}`);
   } finally {
     for (const instance of instances) instance.process.kill('SIGTERM');
+    await database.end();
   }
+}
+
+/** Trainer ids of the filler events: far past any seeded trainer, so no subscriber or write meets them. */
+const FILLER_TRAINERS = 2_000_000_000;
+
+/**
+ * `count` kept events of trainers that do not exist (1,000 each, stamped now so that pruning keeps
+ * them), added in statements of 100,000 rows from MariaDB's sequence tables, and deleted again.
+ */
+function fillerEvents(database: Connection, count: number): NonNullable<Parameters<typeof runEvents>[0]['keptEvents']> {
+  const chunk = 100_000;
+  const remove = async () => {
+    for (;;) {
+      const [result] = await database.query(`DELETE FROM creature_event WHERE trainer_id >= ${FILLER_TRAINERS} LIMIT ${chunk}`);
+      if ((result as { affectedRows: number }).affectedRows === 0) return;
+    }
+  };
+  return {
+    count,
+    add: async () => {
+      // Those a run that was stopped left behind.
+      await remove();
+      for (let from = 0; from < count; from += chunk) {
+        const to = Math.min(count, from + chunk) - 1;
+        await database.query(
+          `INSERT INTO creature_event (trainer_id, seq, kind, creature_id, name, species_id, level, created_at, at)
+           SELECT ${FILLER_TRAINERS} + seq DIV 1000, seq MOD 1000 + 1, 'CREATED', seq, CONCAT('filler-', seq), 1, 1, NOW(3), NOW(3)
+           FROM seq_${from}_to_${to}`,
+        );
+      }
+    },
+    remove,
+    kept: async () => {
+      const [rows] = await database.query('SELECT COUNT(*) AS n FROM creature_event');
+      return Number((rows as { n: number | string }[])[0].n);
+    },
+  };
 }
 
 /** `--scale`: bench/scale.ts at each size; printed and written as bench/results/<timestamp>-scale.{md,json}. */
