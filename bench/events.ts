@@ -23,12 +23,13 @@ export interface EventsOptions {
   readonly memory: (pid: number) => { rssMb: number };
   /** A trainer's last event number, read from the database. */
   readonly eventSeq: (trainerId: number) => Promise<number>;
+  /** How many events creature_event keeps, read from the database. */
+  readonly kept: () => Promise<number>;
   /**
-   * The kept events (creature_event) at the second size: `count` more are added (for trainers that
-   * do not exist, at the present time, so pruning keeps them), and taken away again by `remove`.
-   * How many are kept in all is read by `kept`.
+   * The kept events at the second size: `count` more are added (for trainers that do not exist,
+   * at the present time, so pruning keeps them), and taken away again by `remove`.
    */
-  readonly keptEvents?: { count: number; add: () => Promise<void>; remove: () => Promise<void>; kept: () => Promise<number> };
+  readonly keptEvents?: { count: number; add: () => Promise<void>; remove: () => Promise<void> };
 }
 
 export interface EventsReport {
@@ -343,9 +344,9 @@ async function measureReplay(
   bases: readonly string[],
   trainer: number,
   token: string,
-  { log, eventSeq, keptEvents }: Pick<EventsOptions, 'log' | 'eventSeq' | 'keptEvents'>,
+  { log, eventSeq, kept: keptNow }: Pick<EventsOptions, 'log' | 'eventSeq' | 'kept'>,
 ): Promise<Replay> {
-  const kept = keptEvents ? await keptEvents.kept() : 0;
+  const kept = await keptNow();
   log(`events: ${REPLAYED} events of one trainer, then a replay of them (${kept.toLocaleString('en')} events kept)`);
   const first = await eventSeq(trainer);
   const creations: number[] = [];

@@ -817,6 +817,10 @@ async function eventsSection(url: string): Promise<void> {
         const [rows] = await database.query('SELECT event_seq AS seq FROM trainer WHERE id = ?', [trainerId]);
         return Number((rows as { seq: number | string }[])[0].seq);
       },
+      kept: async () => {
+        const [rows] = await database.query('SELECT COUNT(*) AS n FROM creature_event');
+        return Number((rows as { n: number | string }[])[0].n);
+      },
       keptEvents: keptEvents > 0 ? fillerEvents(database, keptEvents) : undefined,
     });
     const when = new Date().toISOString();
@@ -864,10 +868,6 @@ function fillerEvents(database: Connection, count: number): NonNullable<Paramete
       }
     },
     remove,
-    kept: async () => {
-      const [rows] = await database.query('SELECT COUNT(*) AS n FROM creature_event');
-      return Number((rows as { n: number | string }[])[0].n);
-    },
   };
 }
 
