@@ -3,6 +3,7 @@ import { IdArgs } from '../common/args';
 import { parseId } from '../common/validation';
 import { AppError } from '../errors';
 import type { GraphQLContext } from '../graphql/context';
+import type { DirectFields } from '../graphql/field-resolvers';
 import { Viewer } from '../graphql/viewer.decorator';
 import { Trainer } from '../trainers/trainer.entity';
 import { Creature } from './creature.entity';
@@ -48,3 +49,9 @@ export class CreatureResolver {
     return trainer;
   }
 }
+
+/** Every field resolver of Creature, called directly for each creature of a list (see answerDirectly). */
+const creatureFields = new CreatureResolver();
+export const CREATURE_DIRECT_FIELDS: DirectFields<Creature> = {
+  trainer: (creature, _args, ctx) => creatureFields.trainer(creature, ctx),
+};

@@ -1,5 +1,8 @@
+import { isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+import { getMetadataStorage } from 'type-graphql';
 import { IdArgs } from '../common/args';
 import { parseId, validateOrThrow } from '../common/validation';
+import type { GraphQLContext } from './context';
 import { MAX_VERDICTS } from './limits';
 
 /**
@@ -57,4 +60,53 @@ export function checkArguments(value: unknown): Promise<void> | undefined {
     if (!known) validArguments.set(value.constructor, new Set([key]));
     else if (known.size < MAX_VERDICTS) known.add(key);
   });
+}
+
+/**
+ * `args` as an instance of the @ArgsType class `kind`, checked as type-graphql checks every
+ * resolver's arguments (checkArguments, its validateFn), then given to `run`: at once when the
+ * same arguments were found valid before, else once they are.
+ */
+export function withArguments<A extends object, R>(kind: new () => A, args: object, run: (checked: A) => R): R | Promise<R> {
+  const value = Object.assign(new kind(), args);
+  const checking = checkArguments(value);
+  return checking ? checking.then(() => run(value)) : run(value);
+}
+
+/**
+ * Field resolvers of an object type that are called once per item of a list (a page's 100
+ * trainers), answered by these functions directly instead of through type-graphql's wrapper of
+ * each call: that wrapper sorts the parameter list, checks the arguments in an async function and
+ * gathers the parameters with Promise.all on every call, which made a large share of a nested
+ * page's allocations (a sampling heap profile under load) and so of its garbage collection. The
+ * resolver class still declares each field (type, arguments, description) with @FieldResolver,
+ * and each function calls that method: the code that answers is the same.
+ */
+export type DirectFields<TSource> = Record<string, GraphQLFieldResolver<TSource, GraphQLContext, Record<string, unknown>>>;
+
+/**
+ * Puts `fields` in place of the resolvers type-graphql made for those fields of `typeName`,
+ * declared by `resolverClass`. Refuses a field that does not exist or whose declaration has
+ * @Authorized or @UseMiddleware, which only type-graphql's wrapper applies (as it would any
+ * global middleware; buildSchema is given none): start-up fails rather than a rule being skipped.
+ */
+export function answerDirectly<TSource>(
+  schema: GraphQLSchema,
+  typeName: string,
+  resolverClass: abstract new (...args: never[]) => object,
+  fields: DirectFields<TSource>,
+): void {
+  const type = schema.getType(typeName);
+  if (!isObjectType(type)) throw new Error(`answerDirectly: no object type ${typeName}`);
+  const defined = type.getFields();
+  for (const [name, resolve] of Object.entries(fields)) {
+    const declared = getMetadataStorage().fieldResolvers.find((it) => it.target === resolverClass && it.schemaName === name);
+    if (!defined[name] || !declared) throw new Error(`answerDirectly: ${resolverClass.name} declares no field ${typeName}.${name}`);
+    if (declared.roles !== undefined || (declared.middlewares?.length ?? 0) > 0) {
+      throw new Error(
+        `answerDirectly: ${typeName}.${name} has @Authorized or @UseMiddleware, which only type-graphql's own resolver applies`,
+      );
+    }
+    defined[name].resolve = resolve as GraphQLFieldResolver<unknown, unknown>;
+  }
 }

@@ -1,17 +1,17 @@
 import { printSchema, type GraphQLSchema } from 'graphql';
 import { buildSchema } from 'type-graphql';
 import { AuthResolver } from '../auth/auth.resolver';
-import { CreatureResolver } from '../creatures/creature.resolver';
+import { CREATURE_DIRECT_FIELDS, CreatureResolver } from '../creatures/creature.resolver';
 import { CreatureEventsResolver } from '../events/creature-events.resolver';
-import { TrainerPageResolver, TrainerResolver } from '../trainers/trainer.resolver';
+import { TRAINER_DIRECT_FIELDS, TrainerPageResolver, TrainerResolver } from '../trainers/trainer.resolver';
 import { authChecker } from './auth-checker';
-import { checkArguments } from './field-resolvers';
+import { answerDirectly, checkArguments } from './field-resolvers';
 import { DateTimeISO } from './scalars';
 
 const resolvers = [TrainerResolver, TrainerPageResolver, CreatureResolver, AuthResolver, CreatureEventsResolver] as const;
 
 export async function buildGraphQLSchema(): Promise<GraphQLSchema> {
-  return buildSchema({
+  const schema = await buildSchema({
     resolvers,
     authChecker,
     scalarsMap: [{ type: Date, scalar: DateTimeISO }],
@@ -25,6 +25,10 @@ export async function buildGraphQLSchema(): Promise<GraphQLSchema> {
       },
     },
   });
+  // Types that come in lists: their field resolvers run once per item.
+  answerDirectly(schema, 'Trainer', TrainerResolver, TRAINER_DIRECT_FIELDS);
+  answerDirectly(schema, 'Creature', CreatureResolver, CREATURE_DIRECT_FIELDS);
+  return schema;
 }
 
 /** The SDL committed as schema.graphql, in the resolvers' declaration order (as clients have always read it). */

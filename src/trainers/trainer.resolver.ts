@@ -22,7 +22,7 @@ import type { CreaturePageRequest } from '../graphql/loaders';
 import { CREATURE_FIELDS, isCreatureField, type CreatureField } from '../creatures/creature.queries';
 import { CreaturePage } from '../creatures/creature-page.type';
 import { Viewer } from '../graphql/viewer.decorator';
-import { checkArguments } from '../graphql/field-resolvers';
+import { checkArguments, withArguments, type DirectFields } from '../graphql/field-resolvers';
 import { TrainerPage } from './trainer-page.type';
 import { isTrainerField, type TrainerField } from './trainer.columns';
 import { conditionsOf, NicknameArgs, TrainersArgs } from './trainer-filter';
@@ -221,6 +221,19 @@ export class TrainerResolver {
     return ctx.loaders.creaturePage(trainer.id, { limit, after: after ?? undefined, fields });
   }
 }
+
+/**
+ * Every field resolver of Trainer, called directly for each trainer of a list (see
+ * answerDirectly): the methods above, with their arguments checked as type-graphql checks them.
+ */
+const trainerFields = new TrainerResolver();
+export const TRAINER_DIRECT_FIELDS: DirectFields<Trainer> = {
+  email: (trainer, _args, ctx) => trainerFields.email(trainer, ctx),
+  creaturesOwned: (trainer, _args, ctx) => trainerFields.creaturesOwned(trainer, ctx),
+  creatures: (trainer, args, ctx, info) => withArguments(PageArgs, args, (page) => trainerFields.creatures(trainer, page, ctx, info)),
+  creaturePage: (trainer, args, ctx, info) =>
+    withArguments(CursorPageArgs, args, (page) => trainerFields.creaturePage(trainer, page, ctx, info)),
+};
 
 @Resolver(() => TrainerPage)
 export class TrainerPageResolver {
