@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { loadDatabaseConfig } from '../../src/config';
 import { createDataSource } from '../../src/db/data-source';
 import { migrations } from '../../src/db/migrations/index';
 import { createTestDatabase, databases, TEST_JWT_SECRET } from '../helpers/app';
+import { freePort } from '../helpers/ports';
 
 /*
  * `npm run migrate` and MIGRATE_ON_START, as an operator runs them: real processes (through
@@ -15,17 +15,6 @@ import { createTestDatabase, databases, TEST_JWT_SECRET } from '../helpers/app';
 const root = join(__dirname, '..', '..');
 const ALL = migrations.map((m) => m.name);
 const LAST = ALL[ALL.length - 1];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 interface Ran {
   code: number | null;

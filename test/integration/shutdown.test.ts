@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createTestDatabase, databases, TEST_JWT_SECRET } from '../helpers/app';
+import { freePort } from '../helpers/ports';
 
 /*
  * Graceful shutdown of the real process: SIGTERM during a burst of requests over both
@@ -11,17 +11,6 @@ import { createTestDatabase, databases, TEST_JWT_SECRET } from '../helpers/app';
  */
 
 const root = join(__dirname, '..', '..');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 interface Answer {
   status?: number;

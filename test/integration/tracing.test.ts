@@ -1,11 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createTestDatabase, databases, TEST_JWT_SECRET } from '../helpers/app';
 import { EVENTS, until, watch } from '../helpers/events';
 import { startOtlpReceiver, type AttributeValue, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver';
 import { REDIS_TEST_URL, redisReachable } from '../helpers/redis';
+import { freePort } from '../helpers/ports';
 
 /*
  * Traces as an operator gets them: the real process (src/main.ts through ts-node) with
@@ -17,17 +17,6 @@ import { REDIS_TEST_URL, redisReachable } from '../helpers/redis';
  */
 
 const root = join(__dirname, '..', '..');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
