@@ -64,7 +64,8 @@ function checkRepresentations(representations: unknown): void {
 
 /**
  * The service's schema as an Apollo Federation 2 subgraph (FEDERATION=true): the same types and
- * resolvers (type-graphql's, with their middlewares, auth checks and argument validation), plus
+ * resolvers (type-graphql's, with their middlewares, auth checks and argument validation, and
+ * those schema.ts puts in place of some: answerDirectly), plus
  * `@link` to Federation, `@key(fields: "id")` on each entity type, and `@apollo/subgraph`'s
  * `_service` and `_entities`. The client schema (schema.graphql) is the one it starts from.
  */

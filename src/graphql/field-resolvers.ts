@@ -63,9 +63,11 @@ export function checkArguments(value: unknown): Promise<void> | undefined {
 }
 
 /**
- * `args` as an instance of the @ArgsType class `kind`, checked as type-graphql checks every
- * resolver's arguments (checkArguments, its validateFn), then given to `run`: at once when the
- * same arguments were found valid before, else once they are.
+ * `args` as an instance of the @ArgsType class `kind`, checked by the validateFn type-graphql is
+ * given (checkArguments), then given to `run`: at once when the same arguments were found valid
+ * before, else once they are. For flat argument classes only (numbers, strings): unlike
+ * type-graphql, it does not make instances of nested input classes, which their @ValidateNested
+ * rules need.
  */
 export function withArguments<A extends object, R>(kind: new () => A, args: object, run: (checked: A) => R): R | Promise<R> {
   const value = Object.assign(new kind(), args);

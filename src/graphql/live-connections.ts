@@ -50,8 +50,9 @@ export class LiveConnections {
    * (the HTTP status to answer), or undefined.
    */
   refusal(ip: string, origin: string | undefined): 403 | 429 | 503 | undefined {
-    if (this.closing || this.open.size >= LIVE_LIMITS.connections) return 503;
+    // A page of another origin is told so first: a 503 would have it try again, in vain.
     if (origin !== undefined && this.origins.length > 0 && !this.origins.includes(origin)) return 403;
+    if (this.closing || this.open.size >= LIVE_LIMITS.connections) return 503;
     if ((this.perAddress.get(ip) ?? 0) >= LIVE_LIMITS.connectionsPerAddress) return 429;
     return undefined;
   }
