@@ -782,6 +782,12 @@ async function eventsSection(url: string): Promise<void> {
   const redisUrl = args['redis-url'] ?? process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
   const startScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   const nodeFlags = startScript.split(/\s+/).filter((word) => word.startsWith('--'));
+  const keptEvents = Number(args['kept-events'] ?? 2_000_000);
+  if (!Number.isSafeInteger(keptEvents) || keptEvents < 0) throw new Error('--kept-events must be a whole number, 0 or more');
+  const database = await createConnection({ uri: url });
+  const fillers = fillerEvents(database, keptEvents);
+  // Those a run that was stopped left behind.
+  await fillers.remove();
   const instances = (await freePorts(2)).map((port, i) => ({
     base: `http://127.0.0.1:${port}`,
     process: start(
@@ -800,8 +806,6 @@ async function eventsSection(url: string): Promise<void> {
       `instance ${i === 0 ? 'A' : 'B'}`,
     ),
   }));
-  const keptEvents = Number(args['kept-events'] ?? 2_000_000);
-  const database = await createConnection({ uri: url });
   try {
     for (const instance of instances) await waitFor(`${instance.base}/readyz`, instance.process);
     const report = await runEvents({
@@ -821,7 +825,7 @@ async function eventsSection(url: string): Promise<void> {
         const [rows] = await database.query('SELECT COUNT(*) AS n FROM creature_event');
         return Number((rows as { n: number | string }[])[0].n);
       },
-      keptEvents: keptEvents > 0 ? fillerEvents(database, keptEvents) : undefined,
+      keptEvents: keptEvents > 0 ? fillers : undefined,
     });
     const when = new Date().toISOString();
     const stamp = `${when.replace(/[:.]/g, '-')}-events`;
@@ -841,9 +845,15 @@ async function eventsSection(url: string): Promise<void> {
 /** Trainer ids of the filler events: far past any seeded trainer, so no subscriber or write meets them. */
 const FILLER_TRAINERS = 2_000_000_000;
 
+/** Every number from 0 to 99,999 once, as `n`: five digits crossed (MySQL and MariaDB alike). */
+const HUNDRED_THOUSAND = `(SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS n FROM ${[...'abcef']
+  .map((alias) => `(${Array.from({ length: 10 }, (_, d) => `SELECT ${d} AS d`).join(' UNION ALL ')}) ${alias}`)
+  .join(', ')})`;
+
 /**
- * `count` kept events of trainers that do not exist (1,000 each, stamped now so that pruning keeps
- * them), added in statements of 100,000 rows from MariaDB's sequence tables, and deleted again.
+ * `count` kept events of trainers that do not exist (1,000 each, stamped now in UTC, as the
+ * service stamps them, so that pruning keeps them), added in statements of 100,000 rows, and
+ * deleted again.
  */
 function fillerEvents(database: Connection, count: number): NonNullable<Parameters<typeof runEvents>[0]['keptEvents']> {
   const chunk = 100_000;
@@ -856,14 +866,11 @@ function fillerEvents(database: Connection, count: number): NonNullable<Paramete
   return {
     count,
     add: async () => {
-      // Those a run that was stopped left behind.
-      await remove();
       for (let from = 0; from < count; from += chunk) {
-        const to = Math.min(count, from + chunk) - 1;
         await database.query(
           `INSERT INTO creature_event (trainer_id, seq, kind, creature_id, name, species_id, level, created_at, at)
-           SELECT ${FILLER_TRAINERS} + seq DIV 1000, seq MOD 1000 + 1, 'CREATED', seq, CONCAT('filler-', seq), 1, 1, NOW(3), NOW(3)
-           FROM seq_${from}_to_${to}`,
+           SELECT ${FILLER_TRAINERS} + k DIV 1000, k MOD 1000 + 1, 'CREATED', k, CONCAT('filler-', k), 1, 1, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3)
+           FROM (SELECT ${from} + n AS k FROM ${HUNDRED_THOUSAND} numbers) fillers WHERE k < ${count}`,
         );
       }
     },
