@@ -224,7 +224,8 @@ export class TrainerResolver {
 
 /**
  * Every field resolver of Trainer, called directly for each trainer of a list (see
- * answerDirectly): the methods above, with their arguments checked as type-graphql checks them.
+ * answerDirectly): the methods above, with their (flat) arguments checked by checkArguments, the
+ * validateFn type-graphql is given.
  */
 const trainerFields = new TrainerResolver();
 export const TRAINER_DIRECT_FIELDS: DirectFields<Trainer> = {
