@@ -295,7 +295,7 @@ const documentId = (text: string) => `sha256:${createHash('sha256').update(text)
  */
 function writeManifest(): string {
   const file = join(mkdtempSync(join(tmpdir(), 'registry-bench-manifest-')), 'persisted-documents.json');
-  const documents = [TRAINER, PAGE, DEEP, CURSOR, CONTAINS, END, CREATE, DELETE];
+  const documents = [TRAINER, PAGE, LIST, DEEP, CURSOR, CONTAINS, END, CREATE, DELETE];
   writeFileSync(file, `${JSON.stringify(Object.fromEntries(documents.map((text) => [documentId(text), text])), null, 2)}\n`);
   return file;
 }
@@ -601,6 +601,28 @@ const LIGHT_PAGE_CASE = 'GraphQL trainers page 100 × creatures 10 at offset 300
 const STORM_CASE = 'GraphQL trainer(id) during 20 concurrent logins';
 const wanted = (name: string) => !args.only || name.includes(args.only);
 
+/**
+ * Sends a case's requests once, in order, as autocannon would (setupRequest, onResponse), and
+ * fails unless each is answered 2xx without GraphQL errors: a refused document (one missing from
+ * the manifest, say) is answered 200 with an error, and timing it would time the wrong work.
+ */
+async function checkAnswers(base: string, spec: CaseSpec): Promise<void> {
+  const context: Record<string, unknown> = {};
+  for (const request of spec.requests) {
+    const sent = typeof request.setupRequest === 'function' ? request.setupRequest({ ...request }, context) : request;
+    const response = await fetch(`${base}${sent.path ?? '/'}`, {
+      method: sent.method ?? 'GET',
+      headers: sent.headers as Record<string, string>,
+      body: typeof sent.body === 'string' ? sent.body : undefined,
+    });
+    const body = await response.text();
+    if (response.status >= 300 || /"errors"\s*:/.test(body)) {
+      throw new Error(`case "${spec.name}" is answered ${response.status}: ${body.slice(0, 300)}`);
+    }
+    if (typeof request.onResponse === 'function') request.onResponse(response.status, body, context, undefined);
+  }
+}
+
 /** Warm-up (not recorded), then the cases in alternating rounds, each with its statements per request. */
 async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResult[]> {
   const bases = {
@@ -612,6 +634,7 @@ async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResul
     baseline: servers.baselineBase,
   } as const;
   const baseOf = (spec: CaseSpec) => bases[spec.target];
+  for (const spec of cases) await checkAnswers(baseOf(spec), spec);
   // The first case of a run would otherwise pay for both servers' JIT.
   for (const spec of cases) await run(baseOf(spec), spec.requests, options.connections, Math.min(2, options.duration));
   const results: CaseResult[] = [];
