@@ -3,6 +3,7 @@ import { localChannel, type Channel, type ChannelSpec } from '../common/channel'
 import { Team } from './team';
 import { MAX_LIMIT } from '../common/args';
 import { Trainer as TrainerClass, type Trainer } from './trainer.entity';
+import type { TrainerField } from './trainer.columns';
 import type { TrainerQueries } from './trainer.queries';
 
 /** The first ids of a list are kept this deep at most (a larger MAX_OFFSET reads deeper pages by a walk of the index). */
@@ -39,6 +40,8 @@ interface RangeRead {
   readonly first: number;
   readonly last: number;
   readonly withCounts: boolean;
+  /** Only these properties (sorted), or every one when undefined. */
+  readonly fields: readonly TrainerField[] | undefined;
 }
 
 /** The index of the first of `sorted` (by id) whose id is `id` or more. */
@@ -126,12 +129,13 @@ export class TrainerLists {
 
   /**
    * The trainers of `team`'s list (every team's when undefined) from `ids[0]` to the last of
-   * `ids` (ids of that list in order, as pageIds gives them), with their counts when `withCounts`:
-   * merged with every other page of the turn into one statement of id ranges.
+   * `ids` (ids of that list in order, as pageIds gives them), with their counts when `withCounts`
+   * and only the properties in `fields` (sorted) when given: merged with every other page of the
+   * turn that reads the same list and properties into one statement of id ranges.
    */
-  rows(team: Team | undefined, ids: readonly number[], withCounts: boolean): Promise<Trainer[]> {
+  rows(team: Team | undefined, ids: readonly number[], withCounts: boolean, fields?: readonly TrainerField[]): Promise<Trainer[]> {
     if (ids.length === 0) return Promise.resolve([]);
-    return this.rangeReads.load({ team, first: ids[0], last: ids[ids.length - 1], withCounts });
+    return this.rangeReads.load({ team, first: ids[0], last: ids[ids.length - 1], withCounts, fields });
   }
 
   /** How many trainers `team` has (every team when undefined), exact; merged with every count of this turn. */
@@ -189,7 +193,7 @@ export class TrainerLists {
   private async readRanges(reads: readonly RangeRead[]): Promise<Trainer[][]> {
     const groups = new Map<string, number[]>();
     reads.forEach((read, i) => {
-      const key = `${listOf(read.team)}:${read.withCounts ? 1 : 0}`;
+      const key = `${listOf(read.team)}:${read.withCounts ? 1 : 0}:${read.fields?.join(',') ?? '*'}`;
       const group = groups.get(key);
       if (group) group.push(i);
       else groups.set(key, [i]);
@@ -197,11 +201,12 @@ export class TrainerLists {
     const pages: Trainer[][] = reads.map(() => []);
     await Promise.all(
       [...groups.values()].map(async (members) => {
-        const { team, withCounts } = reads[members[0]];
+        const { team, withCounts, fields } = reads[members[0]];
         const found = await this.queries.inRanges(
           team,
           members.map((i) => [reads[i].first, reads[i].last] as const),
           withCounts,
+          fields,
         );
         found.sort((a, b) => a.id - b.id);
         // Ranges of one statement may overlap: a row in two pages is one object each (requests never share one).

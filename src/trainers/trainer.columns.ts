@@ -116,7 +116,7 @@ type ColumnsWhere<Use extends Partial<Uses>> = Extract<Column, Use>;
 /** A property that a public column fills. */
 export type TrainerColumnProperty = Column['property'];
 
-/** A property of a trainer that a read can leave out (TrainerQueries.page's and someFieldsByIds's `fields`). */
+/** A property of a trainer that a read can leave out (the `fields` of TrainerQueries.page and inRanges). */
 export type TrainerField = ColumnsWhere<{ read: 'field' }>['property'];
 
 /** The properties a REST answer shows to every reader, and those it shows to the trainer itself only. */

@@ -458,17 +458,24 @@ export class TrainerQueries {
 
   /**
    * The trainers of `team` (every team when undefined) whose ids lie in each of `ranges` (first
-   * and last id, both included), with their counts when `withCounts`: the pages of a turn in one
-   * statement, each a range of the primary key (or of the team's index) rather than a lookup per
-   * trainer. The list of ranges is padded to a few lengths so that the statement can be prepared.
+   * and last id, both included), with their counts when `withCounts` and only the properties in
+   * `fields` when given (the id always comes): the pages of a turn in one statement, each a range
+   * of the primary key (or of the team's index) rather than a lookup per trainer. The list of
+   * ranges is padded to a few lengths so that the statement can be prepared.
    */
-  async inRanges(team: Team | undefined, ranges: readonly (readonly [number, number])[], withCounts: boolean): Promise<Trainer[]> {
+  async inRanges(
+    team: Team | undefined,
+    ranges: readonly (readonly [number, number])[],
+    withCounts: boolean,
+    fields?: readonly TrainerField[],
+  ): Promise<Trainer[]> {
     const padded = shaped(ranges, [NO_ID, NO_ID] as const, [1, 4, 16, 64]);
+    const columns = fields ? [COLUMN_OF.id, ...fields.map((field) => COLUMN_OF[field])].join(', ') : COLUMNS;
     const counted = withCounts ? `, ${CREATURE_COUNT}` : '';
     const between = padded.values.map(() => 't.id BETWEEN ? AND ?').join(' OR ');
     const from = team === undefined ? byIdFrom(this.sql.isMysql) : 'trainer t';
     const rows = await this.sql.rows<TrainerRow>(
-      `SELECT ${COLUMNS}${counted} FROM ${from} WHERE ${team === undefined ? '' : 't.team = ? AND '}(${between})`,
+      `SELECT ${columns}${counted} FROM ${from} WHERE ${team === undefined ? '' : 't.team = ? AND '}(${between})`,
       [...(team === undefined ? [] : [team]), ...padded.values.flat()],
       { prepared: padded.fits, mayLag: true },
     );
@@ -506,28 +513,6 @@ export class TrainerQueries {
     }
     const [row] = await this.sql.rows<{ n: number | string }>(sql, params, { prepared: true, mayLag });
     return sqlInt(row?.n ?? 0);
-  }
-
-  /**
-   * Trainers by id with only the properties in `fields` (the id always comes), and their counts
-   * when `withCounts`: a page of 100 that shows ids and counts has no names, emails or dates to
-   * send and parse.
-   */
-  async someFieldsByIds(
-    ids: readonly number[],
-    withCounts: boolean,
-    fields: readonly TrainerField[],
-    { mayLag = false } = {},
-  ): Promise<Map<number, Trainer>> {
-    const columns = [COLUMN_OF.id, ...fields.map((field) => COLUMN_OF[field])].join(', ');
-    const counted = withCounts ? `, ${CREATURE_COUNT}` : '';
-    const rows = await this.sql.rows<TrainerRow>(
-      `SELECT ${columns}${counted} FROM ${byIdFrom(this.sql.isMysql)} WHERE t.id IN (${placeholders(ids.length)})`,
-      ids,
-      { mayLag },
-    );
-    const trainers = rows.map(trainerOf);
-    return new Map(trainers.map((trainer) => [trainer.id, trainer]));
   }
 
   /** Which of a (normalised) email and nickname key is already registered, email first; null when neither. */

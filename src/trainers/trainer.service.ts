@@ -291,11 +291,7 @@ export class TrainerService {
     const kept = await this.lists.pageIds(filter.team, offset, limit);
     if (kept === undefined) return undefined;
     const { ids } = kept;
-    let rows: Trainer[] = [];
-    if (ids.length > 0 && fields) {
-      const found = await this.queries.someFieldsByIds(ids, withCounts, fields, { mayLag: true });
-      rows = ids.map((id) => found.get(id)).filter((trainer) => trainer !== undefined);
-    } else if (ids.length > 0) rows = await this.lists.rows(filter.team, ids, withCounts);
+    const rows = await this.lists.rows(filter.team, ids, withCounts, fields);
     if (rows.length >= limit) return rows;
     const from = rows.length > 0 ? rows[rows.length - 1].id : kept.before;
     const more = await this.queries.page(filter, from, rows.length > 0 ? 0 : kept.beyond, limit - rows.length, withCounts, fields, {
