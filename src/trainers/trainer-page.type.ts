@@ -23,4 +23,13 @@ export class TrainerPage {
 
   /** How many trainers match the page's filter (not a GraphQL field: TrainerPageResolver.totalCount). */
   total!: () => Promise<number>;
+
+  /**
+   * A page as this type, its properties as they are: type-graphql copies every property of a
+   * result that is not an instance of the field's type into a new one, and the copy would sign
+   * the page's cursor (a getter, TrainerService.page) also for queries that never read nextCursor.
+   */
+  static of(page: Pick<TrainerPage, 'items' | 'limit' | 'offset' | 'nextCursor' | 'total'>): TrainerPage {
+    return Object.defineProperties(new TrainerPage(), Object.getOwnPropertyDescriptors(page));
+  }
 }

@@ -128,7 +128,7 @@ export class TrainerResolver {
     @Ctx() ctx: GraphQLContext,
     @Info() info: GraphQLResolveInfo,
   ): Promise<TrainerPage> {
-    return ctx.loaders.trainerPage(limit, offset, {
+    const page = await ctx.loaders.trainerPage(limit, offset, {
       withCounts: selectsField(info, 'items', 'creaturesOwned'),
       // Null (a client's first page of `fetchMore`) is the first page, as when left out.
       after: after ?? undefined,
@@ -136,6 +136,7 @@ export class TrainerResolver {
       creatures: await creaturesToReadAhead(info),
       fields: trainerFieldsOf(info),
     });
+    return TrainerPage.of(page);
   }
 
   // Like trainer(id): the caller is checked in the read's own statement (RequestAuth.alongside).
