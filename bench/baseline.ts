@@ -6,12 +6,16 @@
 //   { items { id creaturesOwned creatures(limit: 10) { id name } } }`, hand-written:
 //   one statement for the caller and 100 trainers with their counts, one for their first 10
 //   creatures each (a window function), JSON.stringify.
+// - GET /list?offset=n: the JSON of REST `GET /trainer?limit=20&offset=n`, hand-written: one
+//   statement for the caller, 21 trainers from the offset (a deferred join on the ids' index),
+//   their counts (the trainer's kept column), the caller's own email, and the total (trainer_count); the next page's cursor
+//   signed with an HMAC, JSON.stringify.
 // Env: PORT, DATABASE_URL (mysql://... or sqlite:<path>), JWT_SECRET.
 import Database from 'better-sqlite3';
 import Fastify from 'fastify';
 import jwt from 'jsonwebtoken';
 import { createPool } from 'mysql2/promise';
-import { createSecretKey } from 'node:crypto';
+import { createHmac, createSecretKey } from 'node:crypto';
 
 const SQL = `SELECT t.id, t.nickname, t.first_name AS firstName, t.last_name AS lastName, t.team, t.created_at AS createdAt,
   (SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id) AS creaturesOwned,
@@ -21,6 +25,12 @@ FROM trainer t WHERE t.id = ?`;
 // No row when the caller is gone; one row with a null id when the page is empty.
 const PAGE_SQL = `SELECT t.id, (SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id) AS creaturesOwned
 FROM trainer v LEFT JOIN (SELECT id FROM trainer ORDER BY id LIMIT 100 OFFSET ?) t ON 1 = 1
+WHERE v.id = ? ORDER BY t.id`;
+
+// No row when the caller is gone; one row with a null id when the page is empty.
+const LIST_SQL = `SELECT t.id, t.nickname, t.first_name AS firstName, t.last_name AS lastName, t.email, t.team, t.created_at AS createdAt,
+  t.creatures_owned AS creaturesOwned, (SELECT COALESCE(SUM(n), 0) FROM trainer_count) AS total
+FROM trainer v LEFT JOIN (SELECT p.* FROM (SELECT id FROM trainer ORDER BY id LIMIT 21 OFFSET ?) q JOIN trainer p ON p.id = q.id) t ON 1 = 1
 WHERE v.id = ? ORDER BY t.id`;
 
 const creaturesSql = (n: number) => `SELECT id, name, trainer_id AS trainerId FROM (
@@ -37,6 +47,18 @@ interface CreatureRow {
   id: number;
   name: string;
   trainerId: number;
+}
+
+interface ListRow {
+  id: number | null;
+  nickname: string;
+  email: string;
+  firstName: string;
+  lastName: string;
+  team: string;
+  createdAt: Date | string;
+  creaturesOwned: number | string;
+  total: number | string;
 }
 
 interface Row {
@@ -133,6 +155,34 @@ async function main(): Promise<void> {
       creatures: creatures.get(Number(row.id)),
     }));
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ data: { trainers: { items } } }));
+  });
+  app.get<{ Querystring: { offset?: string } }>('/list', async (request, reply) => {
+    requests += 1;
+    const callerId = caller(request.headers.authorization ?? '');
+    if (callerId === undefined) return reply.code(401).send({ code: 'UNAUTHENTICATED' });
+    const offset = Number(request.query.offset ?? 0);
+    if (!Number.isInteger(offset) || offset < 0) return reply.code(400).send({ code: 'BAD_USER_INPUT' });
+    statements += 1;
+    const rows = await all<ListRow>(LIST_SQL, [offset, callerId]);
+    if (rows.length === 0) return reply.code(401).send({ code: 'UNAUTHENTICATED' });
+    const found = rows.filter((row) => row.id !== null);
+    const items = found.slice(0, 20).map((row) => ({
+      id: Number(row.id),
+      nickname: row.nickname,
+      firstName: row.firstName,
+      lastName: row.lastName,
+      team: row.team,
+      creaturesOwned: Number(row.creaturesOwned),
+      createdAt: (typeof row.createdAt === 'string' ? new Date(`${row.createdAt.replace(' ', 'T')}Z`) : row.createdAt).toISOString(),
+      // Only the caller sees its own email.
+      ...(Number(row.id) === callerId ? { email: row.email } : {}),
+    }));
+    const last = items.at(-1);
+    const nextCursor =
+      found.length > 20 && last ? `${last.id}.${createHmac('sha256', secret).update(String(last.id)).digest('base64url')}` : null;
+    if (nextCursor) reply.header('link', `</trainer?limit=20&after=${nextCursor}>; rel="next"`);
+    const body = { items, totalCount: Number(rows[0].total), limit: 20, offset, nextCursor };
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(body));
   });
   await app.listen({ port: Number(process.env.PORT ?? 4900), host: '127.0.0.1' });
 }

@@ -470,6 +470,20 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
     }
   }
 
+  // Nor a wrong list: the service's REST list holds the trainers and total of the hand-written one.
+  for (const offset of [0, Math.floor(deepest / 2), deepest]) {
+    const [service, baseline] = await Promise.all(
+      [`${serviceBase}/trainer?limit=20&offset=${offset}`, `${baselineBase}/list?offset=${offset}`].map(async (url) =>
+        fetch(url, { headers: auth }).then((r) => r.json() as Promise<{ items: unknown[]; totalCount: number }>),
+      ),
+    );
+    if (JSON.stringify([service.items, service.totalCount]) !== JSON.stringify([baseline.items, baseline.totalCount])) {
+      throw new Error(
+        `the REST list at offset ${offset} differs from the hand-written one:\n${JSON.stringify(service).slice(0, 300)}\n${JSON.stringify(baseline).slice(0, 300)}`,
+      );
+    }
+  }
+
   const cases: CaseSpec[] = [
     { name: 'baseline GET /trainer/:id', target: 'baseline', requests: [get(() => `/trainer/${randomId()}`)] },
     { name: 'GraphQL trainer(id)', target: 'service', requests: [graphql(TRAINER, () => ({ id: String(randomId()) }))] },
@@ -497,6 +511,11 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
       name: 'REST GET /trainer (list)',
       target: 'service',
       requests: [get(() => `/trainer?limit=20&offset=${Math.floor(Math.random() * deepest)}`)],
+    },
+    {
+      name: LIST_BASELINE_CASE,
+      target: 'baseline',
+      requests: [get(() => `/list?offset=${Math.floor(Math.random() * deepest)}`)],
     },
     // The same list from an instance with one read replica (lists are the replica's): MySQL runs only.
     ...(replicated
@@ -596,6 +615,7 @@ const TRAINER_CASE = 'GraphQL trainer(id)';
 const TRACED_CASE = 'GraphQL trainer(id), tracing on';
 const FEDERATED_CASE = 'GraphQL trainer(id), FEDERATION=true';
 const PAGE_BASELINE_CASE = 'baseline nested page 100 × 10 (hand-written)';
+const LIST_BASELINE_CASE = 'baseline list 20 at random offsets up to MAX_OFFSET (hand-written)';
 const HEAVY_PAGE_CASE = 'GraphQL trainers page 100 × creatures 10 at offset 200 (a trainer of many creatures on it)';
 const LIGHT_PAGE_CASE = 'GraphQL trainers page 100 × creatures 10 at offset 300';
 const STORM_CASE = 'GraphQL trainer(id) during 20 concurrent logins';
