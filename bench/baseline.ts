@@ -12,7 +12,7 @@
 //   signed with an HMAC, JSON.stringify.
 // Env: PORT, DATABASE_URL (mysql://... or sqlite:<path>), JWT_SECRET.
 import Database from 'better-sqlite3';
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply } from 'fastify';
 import jwt from 'jsonwebtoken';
 import { createPool } from 'mysql2/promise';
 import { createHmac, createSecretKey } from 'node:crypto';
@@ -72,6 +72,20 @@ interface Row {
   callerOk: number | string;
 }
 
+/** A stored time as ISO text: SQLite keeps UTC text without a zone; MySQL (timezone Z) gives a Date. */
+const isoOf = (at: Date | string): string => (typeof at === 'string' ? new Date(`${at.replace(' ', 'T')}Z`) : at).toISOString();
+
+/** A trainer as REST shows it, from a row of the trainer's columns (as GET /trainer/:id and the list read them). */
+const trainerJson = (row: Omit<Row, 'callerOk'> | ListRow) => ({
+  id: Number(row.id),
+  nickname: row.nickname,
+  firstName: row.firstName,
+  lastName: row.lastName,
+  team: row.team,
+  creaturesOwned: Number(row.creaturesOwned),
+  createdAt: isoOf(row.createdAt),
+});
+
 async function main(): Promise<void> {
   const url = process.env.DATABASE_URL ?? '';
   // A KeyObject, as the service uses: from a string, jsonwebtoken would try to parse a PEM key on every call.
@@ -120,26 +134,29 @@ async function main(): Promise<void> {
     statements += 1;
     const row = await lookup(callerId, id);
     if (!row || Number(row.callerOk) !== 1) return reply.code(row ? 401 : 404).send({ code: row ? 'UNAUTHENTICATED' : 'NOT_FOUND' });
-    return {
-      id: row.id,
-      nickname: row.nickname,
-      firstName: row.firstName,
-      lastName: row.lastName,
-      team: row.team,
-      creaturesOwned: Number(row.creaturesOwned),
-      // SQLite keeps UTC text without a zone; MySQL (timezone Z) gives a Date.
-      createdAt: (typeof row.createdAt === 'string' ? new Date(`${row.createdAt.replace(' ', 'T')}Z`) : row.createdAt).toISOString(),
-    };
+    return trainerJson(row);
   });
-  app.get<{ Querystring: { offset?: string } }>('/page', async (request, reply) => {
-    requests += 1;
-    const callerId = caller(request.headers.authorization ?? '');
-    if (callerId === undefined) return reply.code(401).send({ code: 'UNAUTHENTICATED' });
-    const offset = Number(request.query.offset ?? 0);
-    if (!Number.isInteger(offset) || offset < 0) return reply.code(400).send({ code: 'BAD_USER_INPUT' });
-    statements += 1;
-    const rows = await all<PageRow>(PAGE_SQL, [offset, callerId]);
-    if (rows.length === 0) return reply.code(401).send({ code: 'UNAUTHENTICATED' });
+  /**
+   * A route of pages by `?offset=`: the token, the offset, then one statement given the offset and
+   * the caller (no row: the caller is gone, 401), whose rows `answer` turns into the JSON body.
+   */
+  const pageRoute = <R>(
+    path: string,
+    sql: string,
+    answer: (rows: R[], callerId: number, offset: number, reply: FastifyReply) => Promise<string>,
+  ) =>
+    app.get<{ Querystring: { offset?: string } }>(path, async (request, reply) => {
+      requests += 1;
+      const callerId = caller(request.headers.authorization ?? '');
+      if (callerId === undefined) return reply.code(401).send({ code: 'UNAUTHENTICATED' });
+      const offset = Number(request.query.offset ?? 0);
+      if (!Number.isInteger(offset) || offset < 0) return reply.code(400).send({ code: 'BAD_USER_INPUT' });
+      statements += 1;
+      const rows = await all<R>(sql, [offset, callerId]);
+      if (rows.length === 0) return reply.code(401).send({ code: 'UNAUTHENTICATED' });
+      return reply.type('application/json; charset=utf-8').send(await answer(rows, callerId, offset, reply));
+    });
+  pageRoute<PageRow>('/page', PAGE_SQL, async (rows) => {
     const trainers = rows.filter((row) => row.id !== null);
     const ids = trainers.map((row) => Number(row.id));
     const creatures = new Map<number, { id: string; name: string }[]>(ids.map((id) => [id, []]));
@@ -154,35 +171,17 @@ async function main(): Promise<void> {
       creaturesOwned: Number(row.creaturesOwned),
       creatures: creatures.get(Number(row.id)),
     }));
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ data: { trainers: { items } } }));
+    return JSON.stringify({ data: { trainers: { items } } });
   });
-  app.get<{ Querystring: { offset?: string } }>('/list', async (request, reply) => {
-    requests += 1;
-    const callerId = caller(request.headers.authorization ?? '');
-    if (callerId === undefined) return reply.code(401).send({ code: 'UNAUTHENTICATED' });
-    const offset = Number(request.query.offset ?? 0);
-    if (!Number.isInteger(offset) || offset < 0) return reply.code(400).send({ code: 'BAD_USER_INPUT' });
-    statements += 1;
-    const rows = await all<ListRow>(LIST_SQL, [offset, callerId]);
-    if (rows.length === 0) return reply.code(401).send({ code: 'UNAUTHENTICATED' });
+  pageRoute<ListRow>('/list', LIST_SQL, async (rows, callerId, offset, reply) => {
     const found = rows.filter((row) => row.id !== null);
-    const items = found.slice(0, 20).map((row) => ({
-      id: Number(row.id),
-      nickname: row.nickname,
-      firstName: row.firstName,
-      lastName: row.lastName,
-      team: row.team,
-      creaturesOwned: Number(row.creaturesOwned),
-      createdAt: (typeof row.createdAt === 'string' ? new Date(`${row.createdAt.replace(' ', 'T')}Z`) : row.createdAt).toISOString(),
-      // Only the caller sees its own email.
-      ...(Number(row.id) === callerId ? { email: row.email } : {}),
-    }));
+    // Only the caller sees its own email.
+    const items = found.slice(0, 20).map((row) => ({ ...trainerJson(row), ...(Number(row.id) === callerId ? { email: row.email } : {}) }));
     const last = items.at(-1);
     const nextCursor =
       found.length > 20 && last ? `${last.id}.${createHmac('sha256', secret).update(String(last.id)).digest('base64url')}` : null;
     if (nextCursor) reply.header('link', `</trainer?limit=20&after=${nextCursor}>; rel="next"`);
-    const body = { items, totalCount: Number(rows[0].total), limit: 20, offset, nextCursor };
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify(body));
+    return JSON.stringify({ items, totalCount: Number(rows[0].total), limit: 20, offset, nextCursor });
   });
   await app.listen({ port: Number(process.env.PORT ?? 4900), host: '127.0.0.1' });
 }
