@@ -8,14 +8,16 @@
 //   creatures each (a window function), JSON.stringify.
 // - GET /list?offset=n: the JSON of REST `GET /trainer?limit=20&offset=n`, hand-written: one
 //   statement for the caller, 21 trainers from the offset (a deferred join on the ids' index),
-//   their counts (the trainer's kept column), the caller's own email, and the total (trainer_count); the next page's cursor
-//   signed with an HMAC, JSON.stringify.
+//   their counts (the trainer's kept column), the caller's own email, and the total (trainer_count): an
+//   OFFSET walk of the ids' index per request, as a list written by hand walks it; the next page's
+//   cursor signed as the service signs it, JSON.stringify.
 // Env: PORT, DATABASE_URL (mysql://... or sqlite:<path>), JWT_SECRET.
 import Database from 'better-sqlite3';
 import Fastify, { type FastifyReply } from 'fastify';
 import jwt from 'jsonwebtoken';
 import { createPool } from 'mysql2/promise';
-import { createHmac, createSecretKey } from 'node:crypto';
+import { createSecretKey } from 'node:crypto';
+import { CursorCodec } from '../src/common/cursor';
 
 const SQL = `SELECT t.id, t.nickname, t.first_name AS firstName, t.last_name AS lastName, t.team, t.created_at AS createdAt,
   (SELECT COUNT(*) FROM creature c WHERE c.trainer_id = t.id) AS creaturesOwned,
@@ -122,6 +124,8 @@ async function main(): Promise<void> {
     }
   };
 
+  // The service's own cursor signing (an HMAC), so that the list's answer is the service's, byte for byte.
+  const cursors = new CursorCodec(process.env.JWT_SECRET ?? '', 'trainers');
   const app = Fastify({ logger: false });
   app.get('/stats', async () => ({ statements, requests }));
 
@@ -178,8 +182,7 @@ async function main(): Promise<void> {
     // Only the caller sees its own email.
     const items = found.slice(0, 20).map((row) => ({ ...trainerJson(row), ...(Number(row.id) === callerId ? { email: row.email } : {}) }));
     const last = items.at(-1);
-    const nextCursor =
-      found.length > 20 && last ? `${last.id}.${createHmac('sha256', secret).update(String(last.id)).digest('base64url')}` : null;
+    const nextCursor = found.length > 20 && last ? cursors.encode(last.id) : null;
     if (nextCursor) reply.header('link', `</trainer?limit=20&after=${nextCursor}>; rel="next"`);
     return JSON.stringify({ items, totalCount: Number(rows[0].total), limit: 20, offset, nextCursor });
   });

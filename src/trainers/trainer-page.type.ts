@@ -25,9 +25,10 @@ export class TrainerPage {
   total!: () => Promise<number>;
 
   /**
-   * A page as this type, its properties as they are: type-graphql copies every property of a
-   * result that is not an instance of the field's type into a new one, and the copy would sign
-   * the page's cursor (a getter, TrainerService.page) also for queries that never read nextCursor.
+   * A page as this type, its properties as they are: where the page is the @Root of a field
+   * resolver (TrainerPageResolver.totalCount), type-graphql copies every property of an object
+   * that is not an instance of this class into a new one, and the copy signed the page's cursor
+   * (a getter, TrainerService.page) also for queries that never read nextCursor.
    */
   static of(page: Pick<TrainerPage, 'items' | 'limit' | 'offset' | 'nextCursor' | 'total'>): TrainerPage {
     return Object.defineProperties(new TrainerPage(), Object.getOwnPropertyDescriptors(page));

@@ -461,7 +461,9 @@ export class TrainerQueries {
    * and last id, both included), with their counts when `withCounts` and only the properties in
    * `fields` when given (the id always comes): the pages of a turn in one statement, each a range
    * of the primary key (or of the team's index) rather than a lookup per trainer. The list of
-   * ranges is padded to a few lengths so that the statement can be prepared.
+   * ranges is padded to a few lengths so that the statement of whole rows can be prepared; reads
+   * of some columns are not (each selection would be statements of its own, crowding the
+   * connection's prepared statements).
    */
   async inRanges(
     team: Team | undefined,
@@ -477,7 +479,7 @@ export class TrainerQueries {
     const rows = await this.sql.rows<TrainerRow>(
       `SELECT ${columns}${counted} FROM ${from} WHERE ${team === undefined ? '' : 't.team = ? AND '}(${between})`,
       [...(team === undefined ? [] : [team]), ...padded.values.flat()],
-      { prepared: padded.fits, mayLag: true },
+      { prepared: padded.fits && fields === undefined, mayLag: true },
     );
     return rows.map(trainerOf);
   }
