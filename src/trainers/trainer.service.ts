@@ -269,7 +269,8 @@ export class TrainerService {
 
   /**
    * A page by offset of every trainer or of a team's, from the ids TrainerLists keeps and the rows
-   * by id (merged with every trainer read of the turn); undefined for a page it leaves to a walk of
+   * of their id range (TrainerLists.rows: merged with the turn's other pages of that list that read
+   * the same columns); undefined for a page it leaves to a walk of
    * the index (the first page, a cursor, a nickname condition, or deeper than the ids kept).
    *
    * The kept ids may be up to a second older than a plain-SQL write. A trainer that left since
