@@ -161,13 +161,4 @@ export interface CreaturePageRequest extends CreaturePageArgs {
   readonly fields: readonly CreatureField[];
 }
 
-/** The key of each list of fields (the resolvers pass the same sorted array for the same selection). */
-const fieldKeys = new WeakMap<readonly CreatureField[], string>();
-
-function fieldsKey(fields: readonly CreatureField[]): string {
-  let key = fieldKeys.get(fields);
-  if (key === undefined) fieldKeys.set(fields, (key = fields.join(',')));
-  return key;
-}
-
-const pageKey = ({ limit, offset = 0, after = '', fields }: CreaturePageRequest) => `${limit}:${offset}:${after}:${fieldsKey(fields)}`;
+const pageKey = ({ limit, offset = 0, after = '', fields }: CreaturePageRequest) => `${limit}:${offset}:${after}:${fields.join(',')}`;

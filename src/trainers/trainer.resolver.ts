@@ -30,18 +30,17 @@ import { Trainer } from './trainer.entity';
 import { ChangePasswordArgs, DeleteMeArgs, RegisterTrainerArgs, UpdateMeArgs } from './trainer.inputs';
 import { visibleEmail } from './trainer.service';
 
-const creatureFieldLists = new WeakMap<ReadonlySet<string>, readonly CreatureField[]>();
+const creatureFieldLists = new WeakMap<ReadonlySet<string>, CreatureField[]>();
 
 /** The creature properties a `creatures` field selects (its `trainer` field reads trainerId, always read). */
-function creatureFields(info: GraphQLResolveInfo): readonly CreatureField[] {
+function creatureFields(info: GraphQLResolveInfo): CreatureField[] {
   return creatureFieldsOf(selectedFieldNames(info));
 }
 
-function creatureFieldsOf(names: ReadonlySet<string>): readonly CreatureField[] {
+function creatureFieldsOf(names: ReadonlySet<string>): CreatureField[] {
   let fields = creatureFieldLists.get(names);
   if (!fields) {
-    // Frozen: the same array keys a creature page (Loaders' fieldsKey) for every request.
-    fields = Object.freeze([...names].filter(isCreatureField).sort());
+    fields = [...names].filter(isCreatureField).sort();
     creatureFieldLists.set(names, fields);
   }
   return fields;
