@@ -11,6 +11,13 @@ export interface CaseResult {
   errors: number;
   /** SQL statements the service sent per request, from its db_statements_total counter. */
   statementsPerRequest: number;
+  /**
+   * CPU time (ms, user and system) per request of the process that answered (the service, or the
+   * hand-written baseline) and of the database server when it runs on this machine, from /proc;
+   * absent where /proc could not tell, and in reports made before.
+   */
+  serverCpuMs?: number;
+  databaseCpuMs?: number;
   note?: string;
 }
 
@@ -41,6 +48,8 @@ interface Summary {
   p99: number;
   errors: number;
   statementsPerRequest: number;
+  serverCpuMs: number;
+  databaseCpuMs: number;
   note?: string;
 }
 
@@ -59,6 +68,8 @@ function summarize(report: Report): Summary[] {
       p99: mean(runs.map((r) => r.p99)),
       errors: runs.reduce((a, r) => a + r.errors, 0),
       statementsPerRequest: mean(runs.map((r) => r.statementsPerRequest)),
+      serverCpuMs: mean(runs.map((r) => r.serverCpuMs ?? NaN)),
+      databaseCpuMs: mean(runs.map((r) => r.databaseCpuMs ?? NaN)),
       ...(runs[0]?.note ? { note: runs[0].note } : {}),
     };
   });
@@ -69,6 +80,8 @@ function summarize(report: Report): Summary[] {
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '–');
 /** Milliseconds: hundredths below 10 ms (one-connection p50s are fractional), tenths above. */
 const fmtMs = (n: number) => fmt(n, n < 10 ? 2 : 1);
+/** CPU milliseconds per request: thousandths below 1 ms (a single read costs a tenth of one). */
+const fmtCpu = (n: number) => fmt(n, n < 1 ? 3 : 2);
 
 interface TargetCheck {
   target: string;
@@ -212,7 +225,7 @@ const verdict = (met: boolean | null) => (met === null ? 'not measured' : met ? 
 
 export function renderTable(report: Report): string {
   const rows = summarize(report);
-  const header = ['case', 'req/s', 'x baseline', 'p50 ms', 'p99 ms', 'SQL/req', 'errors'];
+  const header = ['case', 'req/s', 'x baseline', 'p50 ms', 'p99 ms', 'SQL/req', 'server CPU ms/req', 'DB CPU ms/req', 'errors'];
   const body = rows.map((r) => [
     r.name,
     fmt(r.requestsPerSecond),
@@ -220,6 +233,8 @@ export function renderTable(report: Report): string {
     fmtMs(r.p50),
     fmt(r.p99, 1),
     fmt(r.statementsPerRequest, 2),
+    fmtCpu(r.serverCpuMs),
+    fmtCpu(r.databaseCpuMs),
     String(r.errors),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
@@ -244,12 +259,14 @@ export function renderMarkdown(report: Report, chartFile: string): string {
     `${report.mode}; ${report.machine}.`,
     `Options: \`${JSON.stringify(report.options)}\`. Seed: ${report.seedSeconds === null ? 'reused' : `${fmt(report.seedSeconds, 1)} s`}.`,
     '',
-    '| case | req/s | × baseline | p50 ms | p99 ms | SQL statements / request | errors |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| case | req/s | × baseline | p50 ms | p99 ms | SQL statements / request | server CPU ms / request | database CPU ms / request | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (r) =>
-        `| ${r.name}${r.note ? ` (${r.note})` : ''} | ${fmt(r.requestsPerSecond)} | ${fmt(r.ratio, 2)} | ${fmtMs(r.p50)} | ${fmt(r.p99, 1)} | ${fmt(r.statementsPerRequest, 2)} | ${r.errors} |`,
+        `| ${r.name}${r.note ? ` (${r.note})` : ''} | ${fmt(r.requestsPerSecond)} | ${fmt(r.ratio, 2)} | ${fmtMs(r.p50)} | ${fmt(r.p99, 1)} | ${fmt(r.statementsPerRequest, 2)} | ${fmtCpu(r.serverCpuMs)} | ${fmtCpu(r.databaseCpuMs)} | ${r.errors} |`,
     ),
+    '',
+    'CPU per request is read from /proc before and after each run: the process that answered (the service, or the hand-written baseline) and the database server when it runs on this machine (– where it does not, as with SQLite, which runs inside the service). On a machine whose cores are all busy, req/s follows whichever of them runs out first.',
     '',
     `Every case in one process: peak RSS ${report.memory.peakMb} MB, ${report.memory.rssMb} MB once they were done, ${report.memory.settledMb ?? '–'} MB once V8 had given back what they left. A fresh process then served two consecutive soak runs of GraphQL trainer(id) (peak ${report.soakPeakMb ?? '–'} MB); RSS after each: ${report.soak.map((s) => `${s.rssMb} MB after ${s.requests} requests (${s.served} served since start)`).join('; ')}.`,
     '',

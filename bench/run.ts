@@ -174,17 +174,20 @@ async function waitFor(url: string, child: ChildProcess, seconds = 120): Promise
   throw new Error(`${url} did not become ready`);
 }
 
+/** A process and its children (cluster workers), from /proc. */
+function processTree(pid: number): number[] {
+  try {
+    return [pid, ...readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)];
+  } catch {
+    return [pid];
+  }
+}
+
 /** Peak and current resident memory of a process and its children (cluster workers), from /proc. */
 function memory(pid: number): { peakMb: number; rssMb: number } {
-  const pids = [pid];
-  try {
-    pids.push(...readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
-  } catch {
-    // no children listed
-  }
   let peak = 0;
   let rss = 0;
-  for (const p of pids) {
+  for (const p of processTree(pid)) {
     try {
       const status = readFileSync(`/proc/${p}/status`, 'utf8');
       peak += Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
@@ -194,6 +197,55 @@ function memory(pid: number): { peakMb: number; rssMb: number } {
     }
   }
   return { peakMb: Math.round(peak / 1024), rssMb: Math.round(rss / 1024) };
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ). */
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/**
+ * CPU time, user and system, that a process and its children (cluster workers) have used so far,
+ * in ms, from /proc; undefined where /proc does not show the process (another machine, not Linux).
+ */
+function cpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  let ticks = 0;
+  for (const p of processTree(pid)) {
+    try {
+      // The fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      if (p === pid) return undefined;
+    }
+  }
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+
+/**
+ * The pid of the MySQL/MariaDB server behind `url` when it runs on this machine (its pid file is
+ * readable and names a process here), so that its CPU per request can be read beside the
+ * service's; undefined for SQLite (inside the service's own process) or a server elsewhere.
+ */
+async function databasePid(url: string): Promise<number | undefined> {
+  if (!url.startsWith('mysql:')) return undefined;
+  const connection = await createConnection({ uri: url });
+  try {
+    const [rows] = await connection.query('SELECT @@pid_file AS file');
+    const file = (rows as { file: string | null }[])[0]?.file;
+    if (!file) return undefined;
+    const pid = Number(readFileSync(file, 'utf8').trim());
+    return cpuMs(pid) === undefined ? undefined : pid;
+  } catch {
+    return undefined;
+  } finally {
+    await connection.end();
+  }
 }
 
 /** SQL statements sent, requests answered so far and password hashes under way (running or waiting), from the service's own /metrics. */
@@ -538,6 +590,21 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
       target: 'service',
       requests: [graphql(PAGE, () => ({ offset: 0 }))],
     },
+    // Both pages again with a few clients at a time: how much of the gap between them comes from
+    // many requests in flight at once (their objects outlive more of V8's young-generation
+    // collections) rather than from the work of one page.
+    {
+      name: PAGE_BASELINE_FEW_CASE,
+      target: 'baseline',
+      connections: FEW_CONNECTIONS,
+      requests: [get(() => '/page?offset=0')],
+    },
+    {
+      name: PAGE_FEW_CASE,
+      target: 'service',
+      connections: FEW_CONNECTIONS,
+      requests: [graphql(PAGE, () => ({ offset: 0 }))],
+    },
     // The same page further on, with and without the trainer of many creatures on it.
     ...(heavyCreatures() > 0
       ? [
@@ -616,6 +683,9 @@ const TRAINER_CASE = 'GraphQL trainer(id)';
 const TRACED_CASE = 'GraphQL trainer(id), tracing on';
 const FEDERATED_CASE = 'GraphQL trainer(id), FEDERATION=true';
 const PAGE_BASELINE_CASE = 'baseline nested page 100 × 10 (hand-written)';
+const FEW_CONNECTIONS = 4;
+const PAGE_BASELINE_FEW_CASE = `baseline nested page 100 × 10 (hand-written), ${FEW_CONNECTIONS} connections`;
+const PAGE_FEW_CASE = `GraphQL trainers page 100 × creatures 10, ${FEW_CONNECTIONS} connections`;
 const LIST_BASELINE_CASE = 'baseline list 20 at random offsets up to MAX_OFFSET (hand-written)';
 const HEAVY_PAGE_CASE = 'GraphQL trainers page 100 × creatures 10 at offset 200 (a trainer of many creatures on it)';
 const LIGHT_PAGE_CASE = 'GraphQL trainers page 100 × creatures 10 at offset 300';
@@ -644,8 +714,20 @@ async function checkAnswers(base: string, spec: CaseSpec): Promise<void> {
   }
 }
 
-/** Warm-up (not recorded), then the cases in alternating rounds, each with its statements per request. */
-async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResult[]> {
+/**
+ * Warm-up (not recorded), then the cases in alternating rounds, each with its statements and the
+ * CPU time of the server that answered and of the database (`databasePid`, when it runs here) per
+ * request.
+ */
+async function runRounds(cases: CaseSpec[], servers: Servers, databasePid: number | undefined): Promise<CaseResult[]> {
+  const processes = {
+    service: servers.service,
+    traced: servers.traced,
+    replicated: servers.replicated,
+    compared: servers.compared,
+    federated: servers.federated,
+    baseline: servers.baseline,
+  } as const;
   const bases = {
     service: servers.serviceBase,
     traced: servers.tracedBase,
@@ -662,13 +744,21 @@ async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResul
   const selected = cases.filter((c) => c.target === 'baseline' || wanted(c.name));
   for (let round = 1; round <= options.rounds; round += 1) {
     for (const spec of selected) {
+      const serverPid = processes[spec.target]?.pid;
       const before = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(baseOf(spec));
+      const cpuBefore = [cpuMs(serverPid), cpuMs(databasePid)];
       const result = await run(baseOf(spec), spec.requests, spec.connections ?? options.connections, options.duration);
       // Requests still in flight when autocannon stops are answered (and counted) a moment later.
       await sleep(Math.max(300, 2 * result.latency.p99));
+      const cpuAfter = [cpuMs(serverPid), cpuMs(databasePid)];
       const after = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(baseOf(spec));
       const answered = after.requests - before.requests;
       const statements = answered ? (after.statements - before.statements) / answered : 0;
+      // The counters' own requests (/metrics, /stats) cost a little of the server's CPU: within the rounding.
+      const perRequest = (i: number) => {
+        const [from, to] = [cpuBefore[i], cpuAfter[i]];
+        return from === undefined || to === undefined || answered === 0 ? undefined : Math.round(((to - from) / answered) * 1000) / 1000;
+      };
       log(`round ${round} ${spec.name}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms`);
       results.push({
         name: spec.name,
@@ -679,6 +769,8 @@ async function runRounds(cases: CaseSpec[], servers: Servers): Promise<CaseResul
         mean: result.exact?.mean ?? result.latency.average,
         errors: result.errors + result.timeouts + result.non2xx,
         statementsPerRequest: Math.round(statements * 100) / 100,
+        serverCpuMs: perRequest(0),
+        databaseCpuMs: perRequest(1),
       });
     }
   }
@@ -1001,11 +1093,11 @@ async function main(): Promise<void> {
     }
     const cases = await benchCases(servers.serviceBase, servers.baselineBase, servers.replicated !== undefined);
     const trainerCase = cases.find((c) => c.name === TRAINER_CASE)!;
-    const results = await runRounds(cases, servers);
+    const results = await runRounds(cases, servers, await databasePid(url));
     if (wanted(STORM_CASE)) results.push(await runLoginStorm(trainerCase, servers.serviceBase));
     if (args.only) {
       process.stdout.write(
-        `${results.map((r) => `${r.name}: ${Math.round(r.requestsPerSecond)} req/s p50 ${r.p50} p99 ${r.p99} SQL/req ${r.statementsPerRequest} ${r.note ?? ''}`).join('\n')}\n`,
+        `${results.map((r) => `${r.name}: ${Math.round(r.requestsPerSecond)} req/s p50 ${r.p50} p99 ${r.p99} SQL/req ${r.statementsPerRequest} CPU ms/req server ${r.serverCpuMs ?? '–'} database ${r.databaseCpuMs ?? '–'} ${r.note ?? ''}`).join('\n')}\n`,
       );
       return;
     }
