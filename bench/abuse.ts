@@ -4,8 +4,8 @@
 // in this one run, next to its target. See bench/README.md, "Abuse".
 import autocannon, { type Request as AutocannonRequest, type Result } from 'autocannon';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { cpuMs as processCpuMs } from './proc';
 import { BENCH_PASSWORD } from './seed';
 
 export interface AbuseRow {
@@ -51,10 +51,11 @@ const statuses = (result: Result) =>
     .map(([status, { count }]) => `${count} × ${status}`)
     .join(', ');
 
-/** CPU seconds the service has used (user + system), from /proc. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+/** CPU ms the service has used (user + system); this section runs on Linux only. */
+function serverCpuMs(pid: number): number {
+  const used = processCpuMs(pid);
+  if (used === undefined) throw new Error(`no /proc/${pid}/stat: the abuse section reads the service's CPU from /proc`);
+  return used;
 }
 
 const ratio = (value: number, base: number) => `${(value / base).toFixed(2)}×`;
@@ -211,9 +212,9 @@ export async function runAbuse(o: Options): Promise<AbuseRow[]> {
   });
   const costs: { name: string; cpuMs: number; p50: number; status: string }[] = [];
   for (const [name, body] of Object.entries(bodies)) {
-    const before = cpuSeconds(o.pid);
+    const before = serverCpuMs(o.pid);
     const result = await load(o.base, [asRequest(body)], 1, 3).result;
-    const cpuMs = ((cpuSeconds(o.pid) - before) * 1000) / Math.max(1, result.requests.total);
+    const cpuMs = (serverCpuMs(o.pid) - before) / Math.max(1, result.requests.total);
     costs.push({ name, cpuMs, p50: result.latency.p50, status: statuses(result) });
   }
   const worst = costs.reduce((a, b) => (b.cpuMs > a.cpuMs ? b : a));

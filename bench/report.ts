@@ -266,7 +266,7 @@ export function renderMarkdown(report: Report, chartFile: string): string {
         `| ${r.name}${r.note ? ` (${r.note})` : ''} | ${fmt(r.requestsPerSecond)} | ${fmt(r.ratio, 2)} | ${fmtMs(r.p50)} | ${fmt(r.p99, 1)} | ${fmt(r.statementsPerRequest, 2)} | ${fmtCpu(r.serverCpuMs)} | ${fmtCpu(r.databaseCpuMs)} | ${r.errors} |`,
     ),
     '',
-    'CPU per request is read from /proc before and after each run: the process that answered (the service, or the hand-written baseline) and the database server when it runs on this machine (– where it does not, as with SQLite, which runs inside the service). On a machine whose cores are all busy, req/s follows whichever of them runs out first.',
+    'CPU per request is read from /proc before and after each run: the process that answered (the service, or the hand-written baseline), and the database server when it is a process of this machine whose pid file can be read (– otherwise, and with SQLite, which runs inside the service), less what it spends while idle. Times req/s, each gives the share of a core that process used; autocannon, in the bench process, uses the rest and is not measured.',
     '',
     `Every case in one process: peak RSS ${report.memory.peakMb} MB, ${report.memory.rssMb} MB once they were done, ${report.memory.settledMb ?? '–'} MB once V8 had given back what they left. A fresh process then served two consecutive soak runs of GraphQL trainer(id) (peak ${report.soakPeakMb ?? '–'} MB); RSS after each: ${report.soak.map((s) => `${s.rssMb} MB after ${s.requests} requests (${s.served} served since start)`).join('; ')}.`,
     '',

@@ -19,6 +19,7 @@ import { renderEvents, runEvents } from './events';
 import { renderScale, runScale } from './scale';
 import { CursorCodec } from '../src/common/cursor';
 import { freePorts } from '../test/helpers/ports';
+import { cpuMs, databaseProcess, memory, type DatabaseProcess } from './proc';
 import { renderChart, renderMarkdown, renderTable, type CaseResult, type Report } from './report';
 import { BENCH_PASSWORD, HEAVY_TRAINER, seed } from './seed';
 
@@ -174,80 +175,6 @@ async function waitFor(url: string, child: ChildProcess, seconds = 120): Promise
   throw new Error(`${url} did not become ready`);
 }
 
-/** A process and its children (cluster workers), from /proc. */
-function processTree(pid: number): number[] {
-  try {
-    return [pid, ...readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)];
-  } catch {
-    return [pid];
-  }
-}
-
-/** Peak and current resident memory of a process and its children (cluster workers), from /proc. */
-function memory(pid: number): { peakMb: number; rssMb: number } {
-  let peak = 0;
-  let rss = 0;
-  for (const p of processTree(pid)) {
-    try {
-      const status = readFileSync(`/proc/${p}/status`, 'utf8');
-      peak += Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-      rss += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-    } catch {
-      // process gone
-    }
-  }
-  return { peakMb: Math.round(peak / 1024), rssMb: Math.round(rss / 1024) };
-}
-
-/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ). */
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/**
- * CPU time, user and system, that a process and its children (cluster workers) have used so far,
- * in ms, from /proc; undefined where /proc does not show the process (another machine, not Linux).
- */
-function cpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  let ticks = 0;
-  for (const p of processTree(pid)) {
-    try {
-      // The fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      if (p === pid) return undefined;
-    }
-  }
-  return (ticks * 1000) / CLOCK_TICKS;
-}
-
-/**
- * The pid of the MySQL/MariaDB server behind `url` when it runs on this machine (its pid file is
- * readable and names a process here), so that its CPU per request can be read beside the
- * service's; undefined for SQLite (inside the service's own process) or a server elsewhere.
- */
-async function databasePid(url: string): Promise<number | undefined> {
-  if (!url.startsWith('mysql:')) return undefined;
-  const connection = await createConnection({ uri: url });
-  try {
-    const [rows] = await connection.query('SELECT @@pid_file AS file');
-    const file = (rows as { file: string | null }[])[0]?.file;
-    if (!file) return undefined;
-    const pid = Number(readFileSync(file, 'utf8').trim());
-    return cpuMs(pid) === undefined ? undefined : pid;
-  } catch {
-    return undefined;
-  } finally {
-    await connection.end();
-  }
-}
-
 /** SQL statements sent, requests answered so far and password hashes under way (running or waiting), from the service's own /metrics. */
 async function counters(base: string): Promise<{ statements: number; requests: number; hashing: number }> {
   const text = await fetch(`${base}/metrics`).then((r) => r.text());
@@ -363,6 +290,8 @@ interface Servers {
   /** The service with DATABASE_REPLICA_URLS set (MySQL runs only). */
   readonly replicated: ChildProcess | undefined;
   readonly replicatedBase: string;
+  /** Whether that replica is a server of its own (`--replica-url`), not the bench database reached again. */
+  readonly replicaElsewhere: boolean;
   /** The service on `--compare-node`. */
   readonly compared: ChildProcess | undefined;
   readonly comparedBase: string;
@@ -432,6 +361,7 @@ async function startServers(url: string, trusted: boolean): Promise<Servers> {
       ? start(entry, { ...serviceEnv, PORT: String(replicatedPort), DATABASE_REPLICA_URLS: replicaUrl }, 'replicated')
       : undefined,
     replicatedBase: `http://127.0.0.1:${replicatedPort}`,
+    replicaElsewhere: replicaUrl !== url,
     compared: compareNode ? start(entry, { ...serviceEnv, PORT: String(comparedPort) }, 'compared', compareNode) : undefined,
     comparedBase: `http://127.0.0.1:${comparedPort}`,
     federated: start(
@@ -591,8 +521,9 @@ async function benchCases(serviceBase: string, baselineBase: string, replicated:
       requests: [graphql(PAGE, () => ({ offset: 0 }))],
     },
     // Both pages again with a few clients at a time: how much of the gap between them comes from
-    // many requests in flight at once (their objects outlive more of V8's young-generation
-    // collections) rather than from the work of one page.
+    // many requests in flight at once rather than from the work of one page (under 50
+    // connections, node --trace-gc shows the service's page objects surviving young-generation
+    // collections and being promoted).
     {
       name: PAGE_BASELINE_FEW_CASE,
       target: 'baseline',
@@ -719,15 +650,7 @@ async function checkAnswers(base: string, spec: CaseSpec): Promise<void> {
  * CPU time of the server that answered and of the database (`databasePid`, when it runs here) per
  * request.
  */
-async function runRounds(cases: CaseSpec[], servers: Servers, databasePid: number | undefined): Promise<CaseResult[]> {
-  const processes = {
-    service: servers.service,
-    traced: servers.traced,
-    replicated: servers.replicated,
-    compared: servers.compared,
-    federated: servers.federated,
-    baseline: servers.baseline,
-  } as const;
+async function runRounds(cases: CaseSpec[], servers: Servers, database: DatabaseProcess | undefined): Promise<CaseResult[]> {
   const bases = {
     service: servers.serviceBase,
     traced: servers.tracedBase,
@@ -744,20 +667,27 @@ async function runRounds(cases: CaseSpec[], servers: Servers, databasePid: numbe
   const selected = cases.filter((c) => c.target === 'baseline' || wanted(c.name));
   for (let round = 1; round <= options.rounds; round += 1) {
     for (const spec of selected) {
-      const serverPid = processes[spec.target]?.pid;
+      const serverPid = servers[spec.target]?.pid;
+      // A replica elsewhere (--replica-url) serves that case's reads: this database's CPU is not theirs.
+      const databasePid = spec.target === 'replicated' && servers.replicaElsewhere ? undefined : database?.pid;
+      // The counters are read outside the CPU window: their own requests are not in it.
       const before = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(baseOf(spec));
+      const started = performance.now();
       const cpuBefore = [cpuMs(serverPid), cpuMs(databasePid)];
       const result = await run(baseOf(spec), spec.requests, spec.connections ?? options.connections, options.duration);
       // Requests still in flight when autocannon stops are answered (and counted) a moment later.
       await sleep(Math.max(300, 2 * result.latency.p99));
       const cpuAfter = [cpuMs(serverPid), cpuMs(databasePid)];
+      const seconds = (performance.now() - started) / 1000;
       const after = spec.target === 'baseline' ? await baselineCounters(servers.baselineBase) : await counters(baseOf(spec));
       const answered = after.requests - before.requests;
       const statements = answered ? (after.statements - before.statements) / answered : 0;
-      // The counters' own requests (/metrics, /stats) cost a little of the server's CPU: within the rounding.
+      // The database's CPU less what it spends with no request (background work, the replicated instance's heartbeat).
+      const idle = [0, (database?.idleMsPerSecond ?? 0) * seconds];
       const perRequest = (i: number) => {
         const [from, to] = [cpuBefore[i], cpuAfter[i]];
-        return from === undefined || to === undefined || answered === 0 ? undefined : Math.round(((to - from) / answered) * 1000) / 1000;
+        if (from === undefined || to === undefined || answered === 0) return undefined;
+        return Math.round((Math.max(0, to - from - idle[i]) / answered) * 1000) / 1000;
       };
       log(`round ${round} ${spec.name}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms`);
       results.push({
@@ -1093,7 +1023,7 @@ async function main(): Promise<void> {
     }
     const cases = await benchCases(servers.serviceBase, servers.baselineBase, servers.replicated !== undefined);
     const trainerCase = cases.find((c) => c.name === TRAINER_CASE)!;
-    const results = await runRounds(cases, servers, await databasePid(url));
+    const results = await runRounds(cases, servers, await databaseProcess(url, log));
     if (wanted(STORM_CASE)) results.push(await runLoginStorm(trainerCase, servers.serviceBase));
     if (args.only) {
       process.stdout.write(
