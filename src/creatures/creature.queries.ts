@@ -1,4 +1,4 @@
-import { placeholders, sqlDate, sqlInt, type BatchStatement, type Sql } from '../db/sql';
+import { idsCondition, placeholders, sqlDate, sqlInt, type BatchStatement, type Sql } from '../db/sql';
 import { eventSeqOf, nextEventSeqStatements } from '../trainers/event-seq.queries';
 import { CreatureEventKind } from '../events/creature-event';
 import type { EventLog } from '../events/event-log.queries';
@@ -265,9 +265,10 @@ export class CreatureQueries {
     });
     const parts: { sql: string; params: unknown[] }[] = [];
     if (ranked.length > 0) {
+      const trainers = idsCondition('trainer_id', ranked);
       parts.push({
-        sql: `SELECT ${columns} FROM (SELECT ${wanted.map((field) => COLUMN_OF[field]).join(', ')}, ROW_NUMBER() OVER (PARTITION BY trainer_id ORDER BY id) AS rn FROM creature WHERE trainer_id IN (${placeholders(ranked.length)}) AND id > ?) ranked WHERE rn > ${first} AND rn <= ${last}`,
-        params: [...ranked, afterId],
+        sql: `SELECT ${columns} FROM (SELECT ${wanted.map((field) => COLUMN_OF[field]).join(', ')}, ROW_NUMBER() OVER (PARTITION BY trainer_id ORDER BY id) AS rn FROM creature WHERE ${trainers.sql} AND id > ?) ranked WHERE rn > ${first} AND rn <= ${last}`,
+        params: [...trainers.params, afterId],
       });
     }
     for (const id of ranged) {

@@ -40,6 +40,33 @@ export interface WriteResult {
 export const placeholders = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
 
 /**
+ * `column` is one of `ids`, as a condition: each run of consecutive ids as one range
+ * (`column BETWEEN ? AND ?`), the ids that run on from no other in one IN list. The trainers of a
+ * page mostly have consecutive ids, and MariaDB reads one range of an index with less CPU than
+ * the same rows found by as many lookups of one value each (an IN list).
+ */
+export function idsCondition(column: string, ids: readonly number[]): { sql: string; params: number[] } {
+  const sorted = [...new Set(ids)].sort((a, b) => a - b);
+  const conditions: string[] = [];
+  const params: number[] = [];
+  const single: number[] = [];
+  for (let start = 0; start < sorted.length;) {
+    let end = start;
+    while (end + 1 < sorted.length && Number.isSafeInteger(sorted[end]) && sorted[end + 1] === sorted[end] + 1) end += 1;
+    if (end > start) {
+      conditions.push(`${column} BETWEEN ? AND ?`);
+      params.push(sorted[start], sorted[end]);
+    } else single.push(sorted[start]);
+    start = end + 1;
+  }
+  if (single.length > 0) {
+    conditions.push(`${column} IN (${placeholders(single.length)})`);
+    params.push(...single);
+  }
+  return { sql: conditions.length === 1 ? conditions[0] : `(${conditions.join(' OR ')})`, params };
+}
+
+/**
  * A DATETIME column as a Date. MySQL (timezone Z) hands out Dates; SQLite keeps UTC text
  * (`2026-11-22 05:48:48.704`, as TypeORM writes it), read back as UTC.
  */

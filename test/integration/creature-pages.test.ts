@@ -1,7 +1,8 @@
 import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { graphqlDriver, restDriver, value, type CreatureView, type Driver, type PageView } from '../helpers/drivers';
-import { createCreature, createTrainer, type TrainerFixture } from '../helpers/factories';
+import { createCreature, createTrainer, deleteTrainer, type TrainerFixture } from '../helpers/factories';
 import { gql } from '../helpers/graphql';
+import { Team } from '../../src/trainers/team';
 
 /*
  * Creature pages by cursor: Trainer.creaturePage(limit, after) and
@@ -152,6 +153,40 @@ describe.each(databases)('creature pages by cursor on %s', (kind) => {
       expect([limit, offset, creaturesOf(ids[0])]).toEqual([limit, offset, mine.slice(offset, offset + limit)]);
       expect([limit, offset, creaturesOf(ids[2])]).toEqual([limit, offset, heavyIds.slice(offset, offset + limit)]);
       expect(creaturesOf(ids[1])).toHaveLength(Math.max(0, Math.min(limit, 2 - offset)));
+    }
+  });
+
+  it("gives every trainer of a page its own creatures when the page's ids run on with gaps and single ids between", async () => {
+    // Six trainers in a row, the third and fifth then deleted: the page holds runs of ids
+    // (read as ranges) and ids alone; one trainer of another team sits between in the team's page.
+    const row: TrainerFixture[] = [];
+    for (let i = 0; i < 6; i += 1) row.push(await createTrainer(t.app, i === 1 ? { team: Team.VALOR } : {}));
+    const owned = new Map<string, number[]>();
+    for (const [i, trainer] of row.entries()) {
+      const ids: number[] = [];
+      for (let n = 0; n <= i % 3; n += 1) ids.push((await createCreature(t.app, trainer.trainer.id)).id);
+      owned.set(String(trainer.trainer.id), ids);
+    }
+    for (const gone of [row[2], row[4]]) {
+      await deleteTrainer(t.app, gone.trainer);
+      owned.delete(String(gone.trainer.id));
+    }
+    for (const filter of [{}, { team: Team.MYSTIC }]) {
+      const res = await gql(
+        t.app,
+        `query($filter: TrainerFilter) { trainers(limit: 100, filter: $filter) { items { id creatures(limit: 5) { id trainer { id } } } } }`,
+        { filter },
+        me.token,
+      );
+      expect(res.errors).toBeUndefined();
+      const items = (res.data as { trainers: { items: { id: string; creatures: { id: string; trainer: { id: string } }[] }[] } }).trainers
+        .items;
+      const listed = new Map(items.map((item) => [item.id, item.creatures.map((c) => Number(c.id))]));
+      for (const [id, ids] of owned) {
+        if (filter.team && id === String(row[1].trainer.id)) expect(listed.has(id)).toBe(false);
+        else expect([id, listed.get(id)]).toEqual([id, ids]);
+      }
+      for (const item of items) expect(item.creatures.every((c) => c.trainer.id === item.id)).toBe(true);
     }
   });
 

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { isForeignKeyViolation, uniqueViolation } from '../../src/db/errors';
-import type { Sql } from '../../src/db/sql';
+import { idsCondition, type Sql } from '../../src/db/sql';
 import { AppError } from '../../src/errors';
 import { Team } from '../../src/trainers/team';
 import { TrainerQueries } from '../../src/trainers/trainer.queries';
@@ -237,5 +237,16 @@ describe('Sql.batch withoutForeignKeys', () => {
     }
     expect(await creaturesOf(trainerIds[0])).toBe(1);
     await expectForeignKeysBack();
+  });
+});
+
+describe('idsCondition', () => {
+  it('reads runs of consecutive ids as ranges and the ids alone in one IN list, each id once', () => {
+    expect(idsCondition('trainer_id', [7, 2, 3, 4, 10, 9, 3, 12])).toEqual({
+      sql: '(trainer_id BETWEEN ? AND ? OR trainer_id BETWEEN ? AND ? OR trainer_id IN (?, ?))',
+      params: [2, 4, 9, 10, 7, 12],
+    });
+    expect(idsCondition('id', [5, 6, 7])).toEqual({ sql: 'id BETWEEN ? AND ?', params: [5, 7] });
+    expect(idsCondition('id', [8, 1])).toEqual({ sql: 'id IN (?, ?)', params: [1, 8] });
   });
 });
