@@ -239,7 +239,7 @@ export class CreatureQueries {
    * costs is bounded by what its page needs, not by how many creatures it has:
    * - trainers whose `counts` say they have few creatures (at most WINDOW_FACTOR times the
    *   creatures their page walks) are ranked together, by ROW_NUMBER over their creatures (the
-   *   cheapest way to answer many small trainers);
+   *   cheapest way to answer many small trainers), found by ranges of their ids (idsCondition);
    * - every other trainer (many creatures, or a count not known) is read from its range of the
    *   (trainer_id, id) index with a LIMIT of its own, a branch each, joined by UNION ALL.
    * A count that is out of date (a replica's) only changes which of the two reads a trainer: both

@@ -40,10 +40,10 @@ export interface WriteResult {
 export const placeholders = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
 
 /**
- * `column` is one of `ids`, as a condition: each run of consecutive ids as one range
- * (`column BETWEEN ? AND ?`), the ids that run on from no other in one IN list. The trainers of a
- * page mostly have consecutive ids, and MariaDB reads one range of an index with less CPU than
- * the same rows found by as many lookups of one value each (an IN list).
+ * "`column` is one of `ids`" as a condition: each run of consecutive ids as one range
+ * (`column BETWEEN ? AND ?`), the ids next to no other in one IN list. Exact: a range holds only
+ * ids of the list. The trainers of a page mostly have consecutive ids, and MariaDB reads one range
+ * of an index with less CPU than the same rows found by as many lookups of one value each.
  */
 export function idsCondition(column: string, ids: readonly number[]): { sql: string; params: number[] } {
   const sorted = [...new Set(ids)].sort((a, b) => a - b);
