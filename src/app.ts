@@ -28,6 +28,7 @@ import { createServices, type Services } from './services';
 import type { Tracing } from './telemetry/spans';
 import { Replicas } from './db/replicas';
 import { replicaPoolOptions } from './db/data-source';
+import { Admission } from './http/admission';
 import { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver';
 import type { Pool } from 'mysql2';
 
@@ -208,7 +209,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
     app.setNotFoundHandler(problemNotFoundHandler);
-    registerObservability(app, metrics, config.metricsToken, { hasher: services.hasher, replicas });
+    // The API's requests wait for their turn while the database has no connection free.
+    const admission = new Admission(services.databaseLoad);
+    registerObservability(app, metrics, config.metricsToken, { hasher: services.hasher, replicas, admission });
     registerSecurityHeaders(app);
     await app.register(cors, {
       origin: config.corsOrigins.length > 0 ? [...config.corsOrigins] : false,
@@ -225,8 +228,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await registerDocs(app);
     // The API's own scopes wait for the database; operations, docs and the IDE pages do not.
     const requireDatabase = databaseGate(database);
-    await app.register(restRoutes, { services, requireDatabase });
+    await app.register(restRoutes, { services, requireDatabase, admission });
     await registerGraphQL(app, config, services, requireDatabase, {
+      admission,
       sessionCheckMs: options.sessionCheckMs,
       metrics,
       documentChecks: options.documentChecks,

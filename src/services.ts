@@ -10,7 +10,7 @@ import { PasswordHasher } from './auth/password';
 import { RefusalDelay } from './auth/refusal-delay';
 import { CreatureQueries } from './creatures/creature.queries';
 import { QUERY_TIMEOUT_MS } from './db/data-source';
-import { Sql } from './db/sql';
+import { Sql, type StatementLoad } from './db/sql';
 import { TrainerQueries } from './trainers/trainer.queries';
 import { TrainerLists } from './trainers/trainer-lists';
 import { CursorCodec } from './common/cursor';
@@ -43,6 +43,8 @@ export interface Services {
   /** The kept creature events (resumed subscriptions, gaps), pruned now and then. */
   readonly eventLog: EventLog;
   readonly hasher: PasswordHasher;
+  /** The statements under way on the database, against its connections: what admission weighs. */
+  readonly databaseLoad: StatementLoad;
 }
 
 /**
@@ -116,5 +118,5 @@ export function createServices(
   );
   const auth = new AuthService(trainers, new TokenIssuer(config.jwtSecret, config.jwtTtlSeconds), throttle, hasher, sessions);
   const accounts = new AccountService(trainerQueries, lists, hasher, throttle, sessionEndings, events, eventLog);
-  return { trainers, lists, creatures, auth, accounts, sessions, sessionEndings, events, eventLog, hasher };
+  return { trainers, lists, creatures, auth, accounts, sessions, sessionEndings, events, eventLog, hasher, databaseLoad: sql.load };
 }

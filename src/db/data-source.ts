@@ -103,6 +103,15 @@ function dataSourceOptions(db: DatabaseConfig, extras: DataSourceExtras = {}): D
 }
 
 /**
+ * How many statements may wait for a free connection of a pool, and how many requests for
+ * admission (http/admission.ts): beyond, SERVICE_UNAVAILABLE rather than a wait without bound.
+ */
+export const WAITING_LIMIT = 500;
+
+/** Connections of each MySQL pool, the primary's and each replica's. */
+export const POOL_CONNECTIONS = 10;
+
+/**
  * The pool settings beyond TypeORM's own options. Prepared statements kept per connection
  * (closed on the server when evicted): 10 x 64 stays far below MariaDB's
  * max_prepared_stmt_count (16,382 for the whole server).
@@ -113,7 +122,7 @@ const MYSQL_POOL_EXTRA = {
   keepAliveInitialDelay: 10_000,
   maxIdle: 10,
   idleTimeout: 60_000,
-  queueLimit: 500,
+  queueLimit: WAITING_LIMIT,
   // Sql.batch sends a transaction as one multi-statement query (one round trip, so the
   // trainer's row stays locked only while the server runs it). Every value still goes
   // through placeholders, escaped by mysql2, so no text a client sent can start a statement.
@@ -127,7 +136,7 @@ const MYSQL_CONNECTION = {
   bigNumberStrings: false,
   connectTimeout: 3000,
   trace: false,
-  connectionLimit: 10,
+  connectionLimit: POOL_CONNECTIONS,
 } as const;
 
 /** mysql2 pool options equal to the primary's (TypeORM's), for the read replicas' own pools (replicas.ts). */

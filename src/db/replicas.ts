@@ -56,6 +56,11 @@ export class Replicas {
     }));
   }
 
+  /** How many replicas there are, healthy or not. */
+  get size(): number {
+    return this.replicas.length;
+  }
+
   /** A healthy replica's pool (round robin), or undefined: read from the primary. */
   pick(): { pool: Pool; counted: () => void; failed: () => void } | undefined {
     const count = this.replicas.length;

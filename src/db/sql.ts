@@ -13,7 +13,7 @@ import {
   SQLITE_FOREIGN_KEYS_OFF,
   SQLITE_FOREIGN_KEYS_ON,
 } from './connection.queries';
-import { isMysql } from './data-source';
+import { isMysql, POOL_CONNECTIONS } from './data-source';
 import { Metrics } from '../ops/metrics';
 
 /*
@@ -122,6 +122,37 @@ const LOCK_RETRY: RetryPolicy = { attempts: 8, baseMs: 10, capMs: 500 };
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The statements sent to MySQL and not yet answered, against the connections of its pools (the
+ * primary's and the replicas'): what admission (http/admission.ts) weighs before it lets a request
+ * in. SQLite runs each statement in the process, at once: it is never busy.
+ */
+export class StatementLoad {
+  private running = 0;
+  private listener: (() => void) | undefined;
+
+  constructor(private readonly connections: number) {}
+
+  /** Whether every connection has a statement: one sent now would wait for a connection. */
+  get busy(): boolean {
+    return this.running >= this.connections;
+  }
+
+  /** Told each time a statement has been answered (or has failed). */
+  onSettled(listener: () => void): void {
+    this.listener = listener;
+  }
+
+  started(): void {
+    this.running += 1;
+  }
+
+  settled(): void {
+    this.running -= 1;
+    this.listener?.();
+  }
+}
+
 export class Sql {
   /**
    * SQLite has one connection, so a transaction on it would take in any statement issued while
@@ -143,6 +174,9 @@ export class Sql {
   /** Whether the MySQL server is a Galera node (see mysqlBatch), asked once it answers. */
   private galera: boolean | undefined;
 
+  /** The statements under way on MySQL, against its connections. */
+  readonly load: StatementLoad;
+
   /**
    * @param tracing with tracing on: a span per SQLite statement (MySQL's come from the mysql2
    *   instrumentation, telemetry/sdk.ts)
@@ -161,6 +195,7 @@ export class Sql {
   ) {
     this.isMysql = isMysql(dataSource);
     this.retry = limits.retry ?? LOCK_RETRY;
+    this.load = new StatementLoad(this.isMysql ? POOL_CONNECTIONS * (1 + (replicas?.size ?? 0)) : Infinity);
   }
 
   /** A DATETIME value as this database stores it: a Date for mysql2 (timezone Z), UTC text for SQLite. */
@@ -323,9 +358,16 @@ export class Sql {
     readCommitted: boolean,
     withoutForeignKeys: boolean,
   ): Promise<BatchResult[]> {
-    const connection = await new Promise<PoolConnection>((resolve, reject) =>
-      pool.getConnection((error, got) => (error ? reject(unavailableAsAppError(error)) : resolve(got))),
-    );
+    this.load.started();
+    let connection: PoolConnection;
+    try {
+      connection = await new Promise<PoolConnection>((resolve, reject) =>
+        pool.getConnection((error, got) => (error ? reject(unavailableAsAppError(error)) : resolve(got))),
+      );
+    } catch (error) {
+      this.load.settled();
+      throw error;
+    }
     const logger = this.dataSource.logger;
     for (const { sql } of statements) logger.logQuery(sql);
     const {
@@ -373,6 +415,7 @@ export class Sql {
       }
       throw unavailableAsAppError(error);
     } finally {
+      this.load.settled();
       this.reportIfSlow(text, started);
     }
   }
@@ -408,15 +451,21 @@ export class Sql {
     const logger = this.dataSource.logger;
     logger.logQuery(sql);
     const started = performance.now();
+    this.load.started();
     return new Promise<T>((resolve, reject) => {
       const done = (error: Error | null, result: unknown) => {
+        this.load.settled();
         this.reportIfSlow(sql, started);
         if (error) reject(unavailableAsAppError(error));
         else resolve(result as T);
       };
       const options = { sql, values: [...params] as unknown[], timeout: this.limits.timeoutMs };
-      if (prepared) pool.execute(options, done);
-      else pool.query(options, done);
+      try {
+        if (prepared) pool.execute(options, done);
+        else pool.query(options, done);
+      } catch (error) {
+        done(error as Error, undefined);
+      }
     });
   }
 }

@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Config } from '../config';
 import { methodNotAllowed } from '../http/method-not-allowed';
+import type { Admission } from '../http/admission';
 import { noStore } from '../http/no-store';
 import { jsonDepth, MAX_JSON_DEPTH } from '../http/json-body';
 import { strictQueryString } from '../http/query-string';
@@ -91,6 +92,8 @@ export async function registerGraphQL(
   services: Services,
   requireDatabase: onRequestAsyncHookHandler,
   options: {
+    /** Where each request waits while the database has no connection free. */
+    admission?: Admission;
     sessionCheckMs?: number;
     metrics?: Metrics;
     documentChecks?: readonly DocumentCheck[];
@@ -170,6 +173,7 @@ export async function registerGraphQL(
     scope.addHook('onRequest', shallowQueryString);
     scope.addHook('onRequest', requireDatabase);
     scope.addHook('onRequest', noStore);
+    options.admission?.guard(scope);
     scope.addHook(
       'onRequest',
       attachRequestAuth((authorization, onKnown) => services.auth.forRequest(authorization, onKnown)),

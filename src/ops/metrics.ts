@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PasswordHasher } from '../auth/password';
 import type { Replicas } from '../db/replicas';
+import type { Admission } from '../http/admission';
 
 const HTTP_LABELS = ['method', 'route', 'operation', 'status'] as const;
 
@@ -8,6 +9,7 @@ const HTTP_LABELS = ['method', 'route', 'operation', 'status'] as const;
 export interface MeasuredSources {
   readonly hasher?: Pick<PasswordHasher, 'load'>;
   readonly replicas?: Pick<Replicas, 'statementCounts'>;
+  readonly admission?: Pick<Admission, 'queued'>;
 }
 
 /**
@@ -38,6 +40,7 @@ export class Metrics {
   /** Registered by `measure` only when there are read replicas. */
   private readonly poolStatements: Counter<'pool'>;
   private readonly replicaLag: Gauge<'pool'>;
+  private readonly requestsWaiting: Gauge;
   readonly compiledRuns: Counter;
   readonly documents: Counter<'how'>;
   readonly documentsParsed: Counter<'step'>;
@@ -82,6 +85,14 @@ export class Metrics {
         this.set({ state: 'running' }, running);
         this.set({ state: 'waiting_login' }, waiting.login);
         this.set({ state: 'waiting_registration' }, waiting.registration);
+      },
+    });
+    this.requestsWaiting = new Gauge({
+      name: 'http_requests_waiting',
+      help: 'API requests waiting for their turn while every database connection has a statement',
+      registers,
+      collect() {
+        this.set(sources().admission?.queued ?? 0);
       },
     });
     this.dbStatements = new Counter({ name: 'db_statements_total', help: 'SQL statements sent to the database', registers });

@@ -1,6 +1,7 @@
 import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify';
 import { attachRequestAuth } from '../auth/request-auth';
 import { methodsByPath } from '../http/method-not-allowed';
+import type { Admission } from '../http/admission';
 import { noStore } from '../http/no-store';
 import type { Services } from '../services';
 import { accountRoutes } from './accounts.routes';
@@ -13,16 +14,17 @@ import { createRestValidatorCompiler } from './validation';
 /**
  * The REST shim for legacy clients: one plugin per resource (`*.routes.ts`), whose handlers
  * parse, call one service method and reply through present.ts; every rule lives in the services.
- * This scope holds what they share: the database gate, no-store, the validators, the caller
+ * This scope holds what they share: the database gate, admission, no-store, the validators, the caller
  * (`request.auth`, a RequestAuth, as in GraphQL) and each route's `config.auth` (route-auth.ts),
  * then 405 for the methods a path's routes do not take.
  */
 export async function restRoutes(
   app: FastifyInstance,
-  { services, requireDatabase }: { services: Services; requireDatabase: onRequestAsyncHookHandler },
+  { services, requireDatabase, admission }: { services: Services; requireDatabase: onRequestAsyncHookHandler; admission?: Admission },
 ): Promise<void> {
   app.addHook('onRequest', requireDatabase);
   app.addHook('onRequest', noStore);
+  admission?.guard(app);
   app.setValidatorCompiler(createRestValidatorCompiler());
   app.addHook(
     'onRequest',

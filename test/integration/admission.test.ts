@@ -1,0 +1,138 @@
+import type { FastifyInstance } from 'fastify';
+import { createConnection, type Connection, type RowDataPacket } from 'mysql2/promise';
+import { buildApp } from '../../src/app';
+import { WAITING_LIMIT } from '../../src/db/data-source';
+import { createTestDatabase, databases, testConfig } from '../helpers/app';
+import { graphqlDriver, restDriver, value } from '../helpers/drivers';
+import { createTrainer, type TrainerFixture } from '../helpers/factories';
+
+/*
+ * Admission (src/http/admission.ts): while every database connection has a statement, a request
+ * of the API waits at the door for its turn, and is answered once one is free; past WAITING_LIMIT
+ * waiting requests, SERVICE_UNAVAILABLE. SQLite is never busy: nothing waits there.
+ */
+
+const waitingOf = async (app: FastifyInstance): Promise<number> => {
+  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+  return Number(/^http_requests_waiting (\d+)$/m.exec(text)?.[1]);
+};
+
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  for (let tries = 0; tries < 400; tries += 1) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`never: ${what}`);
+}
+
+describe.each(databases)('admission on %s', (kind) => {
+  let database: { url: string; drop(): Promise<void> };
+  let app: FastifyInstance;
+  let owner: TrainerFixture;
+  let viewer: TrainerFixture;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(kind);
+    app = await buildApp(testConfig(database.url));
+    owner = await createTrainer(app);
+    viewer = await createTrainer(app);
+  });
+  afterAll(async () => {
+    await app.close();
+    await database.drop();
+  });
+
+  const creatureRows = async (): Promise<number> => {
+    const [row] = await app.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM creature WHERE trainer_id = ?', [
+      owner.trainer.id,
+    ]);
+    return Number(row.n);
+  };
+
+  const mysqlOnly = kind === 'mysql' ? it : it.skip;
+  const sqliteOnly = kind === 'sqlite' ? it : it.skip;
+
+  mysqlOnly(
+    'holds requests at the door while every connection has a statement, answers them all once one is free, and refuses past the limit with 503',
+    async () => {
+      const before = await creatureRows();
+      // The owner's row locked: each creature write waits for it on a connection of its own.
+      const blocker: Connection = await createConnection({ uri: database.url });
+      await blocker.query('START TRANSACTION');
+      await blocker.query('SELECT id FROM trainer WHERE id = ? FOR UPDATE', [owner.trainer.id]);
+      let released = false;
+      try {
+        const rest = restDriver(app);
+        const writes = Array.from({ length: 10 }, (_, i) =>
+          rest.createCreature(owner.token, String(owner.trainer.id), { name: `held ${i}`, speciesId: 1 }),
+        );
+        await until('ten writes waiting for the lock', async () => {
+          const [rows] = await blocker.query<RowDataPacket[]>(
+            "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'UPDATE trainer SET creatures_owned%'",
+          );
+          return Number(rows[0].n) >= 10;
+        });
+
+        // Every connection is taken: a read waits at the door, not in the pool.
+        let answered = false;
+        const read = graphqlDriver(app)
+          .getTrainer(viewer.token, String(owner.trainer.id))
+          .finally(() => (answered = true));
+        await until('the read waiting', async () => (await waitingOf(app)) === 1);
+        expect(answered).toBe(false);
+
+        // The queue filled to its limit, one more is refused at once on both transports.
+        const queued = Array.from({ length: WAITING_LIMIT - 1 }, () =>
+          app.inject({ method: 'GET', url: `/trainer/${owner.trainer.id}`, headers: { authorization: `Bearer ${viewer.token}` } }),
+        );
+        await until('the queue full', async () => (await waitingOf(app)) === WAITING_LIMIT);
+        const refused = await app.inject({
+          method: 'GET',
+          url: `/trainer/${owner.trainer.id}`,
+          headers: { authorization: `Bearer ${viewer.token}` },
+        });
+        expect(refused.statusCode).toBe(503);
+        expect(refused.headers['retry-after']).toBe('1');
+        expect(refused.json<{ code: string }>().code).toBe('SERVICE_UNAVAILABLE');
+        const refusedGraphQL = await app.inject({
+          method: 'POST',
+          url: '/graphql',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${viewer.token}` },
+          payload: { query: '{ me { id } }' },
+        });
+        expect(refusedGraphQL.statusCode).toBe(503);
+        expect(refusedGraphQL.json<{ errors: { extensions: { code: string } }[] }>().errors[0].extensions.code).toBe('SERVICE_UNAVAILABLE');
+        expect(answered).toBe(false);
+
+        await blocker.query('ROLLBACK');
+        released = true;
+        const created = (await Promise.all(writes)).map(value);
+        expect(created.map((creature) => creature.name).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `held ${i}`).sort());
+        expect(await creatureRows()).toBe(before + 10);
+        expect(value(await read).id).toBe(owner.trainer.id);
+        const statuses = new Set((await Promise.all(queued)).map((res) => res.statusCode));
+        expect([...statuses]).toEqual([200]);
+        expect(await waitingOf(app)).toBe(0);
+      } finally {
+        if (!released) await blocker.query('ROLLBACK');
+        await blocker.end();
+      }
+    },
+  );
+
+  sqliteOnly('holds nothing on SQLite, which runs each statement in the process', async () => {
+    const before = await creatureRows();
+    const rest = restDriver(app);
+    const graphql = graphqlDriver(app);
+    const answers = await Promise.all([
+      ...Array.from({ length: 20 }, (_, i) =>
+        rest.createCreature(owner.token, String(owner.trainer.id), { name: `burst ${i}`, speciesId: 1 }),
+      ),
+      ...Array.from({ length: 30 }, () => graphql.getTrainer(viewer.token, String(owner.trainer.id))),
+      waitingOf(app),
+    ]);
+    expect(answers.pop()).toBe(0);
+    expect(answers.every((answer) => typeof answer === 'object' && answer.ok)).toBe(true);
+    expect(await creatureRows()).toBe(before + 20);
+  });
+});

@@ -1,0 +1,103 @@
+import { StatementLoad } from '../../src/db/sql';
+import { Admission } from '../../src/http/admission';
+import { AppError } from '../../src/errors';
+
+/*
+ * Admission's turns, step by step, against the load Sql keeps (two connections here): who goes on
+ * at once, who waits, in which order they are let in, and the refusal past the limit.
+ */
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+function admissions(limit = 3) {
+  const load = new StatementLoad(2);
+  const admission = new Admission(load, limit);
+  const order: number[] = [];
+  const enter = (id: number): void => {
+    const waiting = admission.enter();
+    if (waiting) void waiting.then(() => order.push(id));
+    else order.push(id);
+  };
+  return { load, admission, order, enter };
+}
+
+describe('Admission', () => {
+  it('lets requests on at once while a connection is free', () => {
+    const { load, order, enter } = admissions();
+    enter(1);
+    load.started();
+    enter(2);
+    expect(order).toEqual([1, 2]);
+  });
+
+  it('holds requests while every connection has a statement, and lets them in in arrival order, one a turn, as connections free', async () => {
+    const { load, admission, order, enter } = admissions();
+    load.started();
+    load.started();
+    enter(1);
+    enter(2);
+    await turn();
+    expect(order).toEqual([]);
+    expect(admission.queued).toBe(2);
+
+    // One statement answered: the first goes on and sends a statement of its own before the next is weighed.
+    load.settled();
+    await Promise.resolve();
+    expect(order).toEqual([1]);
+    load.started();
+    await turn();
+    expect(order).toEqual([1]);
+
+    load.settled();
+    await turn();
+    expect(order).toEqual([1, 2]);
+    expect(admission.queued).toBe(0);
+  });
+
+  it('goes on letting requests in when those let in send no statement (a login waiting for its hash)', async () => {
+    const { load, order, enter } = admissions();
+    load.started();
+    load.started();
+    enter(1);
+    enter(2);
+    enter(3);
+    load.settled();
+    for (let i = 0; i < 3; i += 1) await turn();
+    expect(order).toEqual([1, 2, 3]);
+  });
+
+  it('keeps arrival order: a request that arrives while others wait waits behind them, even with a connection free', async () => {
+    const { load, order, enter } = admissions();
+    load.started();
+    load.started();
+    enter(1);
+    enter(2);
+    load.settled();
+    enter(3);
+    for (let i = 0; i < 3; i += 1) await turn();
+    expect(order).toEqual([1, 2, 3]);
+  });
+
+  it('refuses a request past the limit of waiting ones with SERVICE_UNAVAILABLE and a Retry-After', () => {
+    const { load, admission, enter } = admissions(2);
+    load.started();
+    load.started();
+    enter(1);
+    enter(2);
+    let refused: unknown;
+    try {
+      void admission.enter();
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(AppError);
+    expect(refused).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryAfter: 1 });
+    expect(admission.queued).toBe(2);
+  });
+
+  it('is never busy without connections to count (SQLite)', () => {
+    const load = new StatementLoad(Infinity);
+    for (let i = 0; i < 1000; i += 1) load.started();
+    expect(load.busy).toBe(false);
+  });
+});
