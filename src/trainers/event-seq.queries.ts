@@ -8,6 +8,15 @@ import { sqlInt, type BatchResult, type BatchStatement } from '../db/sql';
  */
 
 /**
+ * The trainer table for a write of rows by id: on MySQL/MariaDB through the primary key. Left to
+ * choose, MariaDB updates a row by id through IX_trainer_id (an index on the id alone, a range
+ * where a SELECT takes the primary key as a constant), locking the index's entry before the row;
+ * a write that had locked the row first (SELECT ... FOR UPDATE) and then wanted the entry
+ * deadlocked with it (a trainer's creature create and another's delete, at once).
+ */
+export const trainerRows = (isMysql: boolean): string => (isMysql ? 'trainer FORCE INDEX (PRIMARY)' : 'trainer');
+
+/**
  * The statements of a creature write's batch (see CreatureQueries) that count one more creature
  * event of the trainer, to come first in the batch; with `creatureId`, only if the trainer still
  * has that creature. They lock the trainer's row until the batch commits, so the trainer's
@@ -33,7 +42,7 @@ export function nextEventSeqStatements(isMysql: boolean, trainerId: number, crea
     ...(creatureId === undefined ? [] : [{ sql: 'SELECT id FROM trainer WHERE id = ? FOR UPDATE', params: [trainerId] }]),
     // LAST_INSERT_ID(expr) hands the new value back in the UPDATE's own answer.
     {
-      sql: `UPDATE trainer SET creatures_owned = creatures_owned + ?, event_seq = LAST_INSERT_ID(event_seq + 1) WHERE id = ?${guard}`,
+      sql: `UPDATE ${trainerRows(true)} SET creatures_owned = creatures_owned + ?, event_seq = LAST_INSERT_ID(event_seq + 1) WHERE id = ?${guard}`,
       params,
     },
   ];

@@ -4,6 +4,7 @@ import { creaturesRead, leftCreatures } from '../creatures/creature.queries';
 import type { Creature } from '../creatures/creature.entity';
 import { placeholders, sqlInt, type BatchStatement, type Sql } from '../db/sql';
 import type { Team } from './team';
+import { trainerRows } from './event-seq.queries';
 import {
   INSERTED_COLUMNS,
   PROFILE_COLUMNS,
@@ -250,7 +251,8 @@ export class TrainerQueries {
     const statements: BatchStatement[] = [
       { sql: `SELECT id FROM trainer WHERE id = ?${this.sql.isMysql ? ' FOR UPDATE' : ''}`, params: [id] },
     ];
-    if (set.length > 0) statements.push({ sql: `UPDATE trainer SET ${set.join(', ')} WHERE id = ?`, params: [...values, id] });
+    if (set.length > 0)
+      statements.push({ sql: `UPDATE ${trainerRows(this.sql.isMysql)} SET ${set.join(', ')} WHERE id = ?`, params: [...values, id] });
     if (change.nicknameKey !== undefined) {
       statements.push(
         { sql: 'DELETE FROM trainer_nickname_suffix WHERE trainer_id = ?', params: [id] },
@@ -269,7 +271,7 @@ export class TrainerQueries {
             : `INSERT INTO trainer_count (bucket, team, slot, n) ${moves('1')} ON CONFLICT (bucket, team, slot) DO UPDATE SET n = n + excluded.n`,
           params: [Math.floor(id / COUNT_BUCKET), change.team, id, id, change.team],
         },
-        { sql: 'UPDATE trainer SET team = ? WHERE id = ?', params: [change.team, id] },
+        { sql: `UPDATE ${trainerRows(this.sql.isMysql)} SET team = ? WHERE id = ?`, params: [change.team, id] },
       );
     }
     statements.push({ sql: `SELECT ${COLUMNS}, ${CREATURE_COUNT} FROM trainer t WHERE t.id = ?`, params: [id] });
@@ -360,10 +362,11 @@ export class TrainerQueries {
    * caller's session is open); without a proof (an operator's deletion), unconditionally.
    */
   private replaceHash(id: number, hash: string, proof: PasswordProof | undefined): BatchStatement {
-    if (proof === undefined) return { sql: 'UPDATE trainer SET password_hash = ? WHERE id = ?', params: [hash, id] };
+    if (proof === undefined)
+      return { sql: `UPDATE ${trainerRows(this.sql.isMysql)} SET password_hash = ? WHERE id = ?`, params: [hash, id] };
     const open = sessionOpen(id, proof.sessionId, this.sql.date(new Date()));
     return {
-      sql: `UPDATE trainer SET password_hash = ? WHERE id = ? AND password_hash = ? AND ${open.sql}`,
+      sql: `UPDATE ${trainerRows(this.sql.isMysql)} SET password_hash = ? WHERE id = ? AND password_hash = ? AND ${open.sql}`,
       params: [hash, id, proof.passwordHash, ...open.params],
     };
   }
@@ -654,7 +657,10 @@ export class ReconcileQueries {
         sql: 'DELETE FROM creature WHERE trainer_id > ? AND trainer_id <= ? AND NOT EXISTS (SELECT 1 FROM trainer t WHERE t.id = creature.trainer_id)',
         params: [from, to],
       },
-      { sql: `UPDATE trainer SET creatures_owned = ${count} WHERE id > ? AND id <= ? AND creatures_owned <> ${count}`, params: [from, to] },
+      {
+        sql: `UPDATE ${trainerRows(this.sql.isMysql)} SET creatures_owned = ${count} WHERE id > ? AND id <= ? AND creatures_owned <> ${count}`,
+        params: [from, to],
+      },
     ];
     const results = await this.sql.batch(statements, { readCommitted: true });
     return { countsChanged: results[results.length - 1].affected, creaturesRemoved: results[results.length - 2].affected };

@@ -68,7 +68,7 @@ describe.each(databases)('admission on %s', (kind) => {
         );
         await until('ten writes waiting for the lock', async () => {
           const [rows] = await blocker.query<RowDataPacket[]>(
-            "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'UPDATE trainer SET creatures_owned%'",
+            "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'UPDATE trainer % creatures_owned = %'",
           );
           return Number(rows[0].n) >= 10;
         });
