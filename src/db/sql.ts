@@ -124,12 +124,17 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /**
  * The statements sent to MySQL and not yet answered, against the connections of its pools (the
- * primary's and the replicas'): what admission (http/admission.ts) weighs before it lets a request
- * in. SQLite runs each statement in the process, at once: it is never busy.
+ * primary's and the replicas'), and the requests waiting at the API's door (http/admission.ts) for
+ * a connection to be free, in arrival order. One waiting is let go when a statement is answered
+ * and a connection is free; the next is weighed on the next turn of the event loop, once
+ * the one let go has sent its first statement (one that sends none, such as a request waiting for
+ * a password hash, holds no place). SQLite runs each statement in the process, at once: it is
+ * never busy.
  */
 export class StatementLoad {
   private running = 0;
-  private listener: (() => void) | undefined;
+  private readonly waiting: (() => void)[] = [];
+  private pumpScheduled = false;
 
   constructor(private readonly connections: number) {}
 
@@ -138,9 +143,20 @@ export class StatementLoad {
     return this.running >= this.connections;
   }
 
-  /** Told each time a statement has been answered (or has failed). */
-  onSettled(listener: () => void): void {
-    this.listener = listener;
+  /** How many wait for their turn. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /** Whether one who asked for a turn now would wait (a connection busy, or others waiting before it). */
+  get wouldWait(): boolean {
+    return this.waiting.length > 0 || this.busy;
+  }
+
+  /** Undefined when a connection is free and nobody waits; else a promise kept at this caller's turn. */
+  turn(): Promise<void> | undefined {
+    if (!this.wouldWait) return undefined;
+    return new Promise<void>((resolve) => this.waiting.push(resolve));
   }
 
   started(): void {
@@ -149,7 +165,20 @@ export class StatementLoad {
 
   settled(): void {
     this.running -= 1;
-    this.listener?.();
+    this.pump();
+  }
+
+  /** Lets the first waiting go if a connection is free, and weighs the next on the next turn. */
+  pump(): void {
+    if (this.waiting.length === 0 || this.busy) return;
+    this.waiting.shift()?.();
+    if (this.waiting.length > 0 && !this.pumpScheduled) {
+      this.pumpScheduled = true;
+      setImmediate(() => {
+        this.pumpScheduled = false;
+        this.pump();
+      });
+    }
   }
 }
 
