@@ -8,8 +8,8 @@ const FULL_RETRY_AFTER_S = 1;
 
 /**
  * The door of the API's scopes (REST and GraphQL over HTTP): while every database connection has
- * a statement, a request that arrives waits for its turn here (StatementLoad.turn) before anything
- * is done for it (no GraphQL context, no resolver, no rows), instead of waiting in the pool's queue
+ * a statement, a request waits for its turn here (StatementLoad.turn) once parsed, before its
+ * handler runs (no GraphQL context, no resolver, no rows), instead of waiting in the pool's queue
  * with all of that alive. Under load the requests in progress then stay about as many as the
  * database can serve, and what they hold dies young: with 50 clients asking for nested pages,
  * letting all of them in kept each page's objects alive across several young-generation
