@@ -1,7 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PasswordHasher } from '../auth/password';
 import type { Replicas } from '../db/replicas';
-import type { Admission } from '../http/admission';
 
 const HTTP_LABELS = ['method', 'route', 'operation', 'status'] as const;
 
@@ -9,7 +8,8 @@ const HTTP_LABELS = ['method', 'route', 'operation', 'status'] as const;
 export interface MeasuredSources {
   readonly hasher?: Pick<PasswordHasher, 'load'>;
   readonly replicas?: Pick<Replicas, 'statementCounts'>;
-  readonly admission?: Pick<Admission, 'queued'>;
+  /** The API's door (http/admission.ts): how many requests wait for their turn. */
+  readonly admission?: { readonly queued: number };
 }
 
 /**
