@@ -36,9 +36,14 @@ export class Admission {
     return this.load.turn();
   }
 
-  /** The hooks of a scope: each request waits its turn once parsed, and its answer lets the next in. */
+  /**
+   * The hooks of a scope: each request waits its turn once parsed, and its answer lets the next
+   * in. A request whose client closed its connection while it waited is not run when its turn
+   * comes (nobody would read the answer, and a client that gave up may already be sending it
+   * again): the turn passes to the next at once.
+   */
   guard(scope: FastifyInstance): void {
-    scope.addHook('preHandler', (_request, _reply, done) => {
+    scope.addHook('preHandler', (request, reply, done) => {
       let turn: Promise<void> | undefined;
       try {
         turn = this.enter();
@@ -46,8 +51,19 @@ export class Admission {
         done(error as Error);
         return;
       }
-      if (turn) void turn.then(() => done());
-      else done();
+      if (!turn) {
+        done();
+        return;
+      }
+      void turn.then(() => {
+        if (!request.raw.socket?.destroyed) {
+          done();
+          return;
+        }
+        // Fastify sends nothing and runs no later step of a hijacked request.
+        reply.hijack();
+        this.load.pump();
+      });
     });
     // Each answer also weighs the next: a statement's answer is not the only sign of a free turn.
     scope.addHook('onResponse', (_request, _reply, done) => {

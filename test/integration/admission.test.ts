@@ -52,27 +52,34 @@ describe.each(databases)('admission on %s', (kind) => {
   const mysqlOnly = kind === 'mysql' ? it : it.skip;
   const sqliteOnly = kind === 'sqlite' ? it : it.skip;
 
+  /**
+   * Every connection of the pool taken: the owner's row locked, ten creature writes (`${prefix} i`)
+   * each wait for it on a connection of their own until the lock is released.
+   */
+  async function holdEveryConnection(prefix: string) {
+    const blocker: Connection = await createConnection({ uri: database.url });
+    await blocker.query('START TRANSACTION');
+    await blocker.query('SELECT id FROM trainer WHERE id = ? FOR UPDATE', [owner.trainer.id]);
+    const rest = restDriver(app);
+    const writes = Array.from({ length: 10 }, (_, i) =>
+      rest.createCreature(owner.token, String(owner.trainer.id), { name: `${prefix} ${i}`, speciesId: 1 }),
+    );
+    await until('ten writes waiting for the lock', async () => {
+      const [rows] = await blocker.query<RowDataPacket[]>(
+        "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'UPDATE trainer % creatures_owned = %'",
+      );
+      return Number(rows[0].n) >= 10;
+    });
+    return { blocker, writes };
+  }
+
   mysqlOnly(
     'holds requests at the door while every connection has a statement, answers them all once one is free, and refuses past the limit with 503',
     async () => {
       const before = await creatureRows();
-      // The owner's row locked: each creature write waits for it on a connection of its own.
-      const blocker: Connection = await createConnection({ uri: database.url });
-      await blocker.query('START TRANSACTION');
-      await blocker.query('SELECT id FROM trainer WHERE id = ? FOR UPDATE', [owner.trainer.id]);
+      const { blocker, writes } = await holdEveryConnection('held');
       let released = false;
       try {
-        const rest = restDriver(app);
-        const writes = Array.from({ length: 10 }, (_, i) =>
-          rest.createCreature(owner.token, String(owner.trainer.id), { name: `held ${i}`, speciesId: 1 }),
-        );
-        await until('ten writes waiting for the lock', async () => {
-          const [rows] = await blocker.query<RowDataPacket[]>(
-            "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'UPDATE trainer % creatures_owned = %'",
-          );
-          return Number(rows[0].n) >= 10;
-        });
-
         // Every connection is taken: a read waits at the door, not in the pool.
         let answered = false;
         const read = graphqlDriver(app)
@@ -119,6 +126,49 @@ describe.each(databases)('admission on %s', (kind) => {
       }
     },
   );
+
+  mysqlOnly('does not run a request whose client went away while it waited at the door', async () => {
+    const before = await creatureRows();
+    const origin = await app.listen({ port: 0, host: '127.0.0.1' });
+    const { blocker, writes } = await holdEveryConnection('kept');
+    let released = false;
+    try {
+      // A creature write over a real connection waits at the door, then its client gives up.
+      const client = new AbortController();
+      // (GraphQL checks its caller lazily, after the door; REST routes that need a session read it before.)
+      const abandoned = fetch(`${origin}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${owner.token}` },
+        body: JSON.stringify({
+          query: 'mutation($trainerId: ID!, $input: CreateCreatureInput!) { createCreature(trainerId: $trainerId, input: $input) { id } }',
+          variables: { trainerId: String(owner.trainer.id), input: { name: 'abandoned', speciesId: 1 } },
+        }),
+        signal: client.signal,
+      }).catch((error: unknown) => error);
+      await until('the abandoned write waiting', async () => (await waitingOf(app)) === 1);
+      client.abort();
+      expect(((await abandoned) as { name?: string }).name).toBe('AbortError');
+      // One more behind it, whose client stays.
+      const read = app.inject({ method: 'GET', url: `/trainer/${owner.trainer.id}`, headers: { authorization: `Bearer ${viewer.token}` } });
+      await until('both waiting', async () => (await waitingOf(app)) === 2);
+
+      await blocker.query('ROLLBACK');
+      released = true;
+      expect((await Promise.all(writes)).map((answer) => value(answer).name).sort()).toEqual(
+        Array.from({ length: 10 }, (_, i) => `kept ${i}`).sort(),
+      );
+      expect((await read).statusCode).toBe(200);
+      expect(await waitingOf(app)).toBe(0);
+      const [row] = await app.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM creature WHERE name = ?', [
+        'abandoned',
+      ]);
+      expect(Number(row.n)).toBe(0);
+      expect(await creatureRows()).toBe(before + 10);
+    } finally {
+      if (!released) await blocker.query('ROLLBACK');
+      await blocker.end();
+    }
+  });
 
   sqliteOnly('holds nothing on SQLite, which runs each statement in the process', async () => {
     const before = await creatureRows();
