@@ -153,10 +153,25 @@ export class StatementLoad {
     return this.waiting.length > 0 || this.busy;
   }
 
-  /** Undefined when a connection is free and nobody waits; else a promise kept at this caller's turn. */
-  turn(): Promise<void> | undefined {
+  /**
+   * Undefined when a connection is free and nobody waits; else a promise kept at this caller's
+   * turn (true), or as soon as `gone` is aborted before it (false: the caller left the queue).
+   */
+  turn(gone?: AbortSignal): Promise<boolean> | undefined {
     if (!this.wouldWait) return undefined;
-    return new Promise<void>((resolve) => this.waiting.push(resolve));
+    return new Promise<boolean>((resolve) => {
+      const admit = () => {
+        gone?.removeEventListener('abort', leave);
+        resolve(true);
+      };
+      const leave = () => {
+        const at = this.waiting.indexOf(admit);
+        if (at >= 0) this.waiting.splice(at, 1);
+        resolve(false);
+      };
+      gone?.addEventListener('abort', leave, { once: true });
+      this.waiting.push(admit);
+    });
   }
 
   started(): void {

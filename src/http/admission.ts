@@ -28,41 +28,56 @@ export class Admission {
     return this.load.queued;
   }
 
-  /** Undefined when the request may go on at once; else a promise kept when it may. */
-  enter(): Promise<void> | undefined {
+  /**
+   * Undefined when the request may go on at once; else a promise kept when it may (true), or when
+   * `gone` is aborted first (false: it left the queue).
+   */
+  enter(gone?: AbortSignal): Promise<boolean> | undefined {
     if (this.load.wouldWait && this.load.queued >= this.limit) {
       throw new AppError('SERVICE_UNAVAILABLE', 'The service is at capacity: try again shortly', undefined, FULL_RETRY_AFTER_S);
     }
-    return this.load.turn();
+    return this.load.turn(gone);
   }
 
   /**
    * The hooks of a scope: each request waits its turn once parsed, and its answer lets the next
-   * in. A request whose client closed its connection while it waited is not run when its turn
-   * comes (nobody would read the answer, and a client that gave up may already be sending it
-   * again): the turn passes to the next at once.
+   * in. A request whose client closes its connection while it waits leaves the queue at once and
+   * is never run (nobody would read the answer, and a client that gave up may already be sending
+   * it again): it no longer counts against the limit, and takes no turn.
    */
   guard(scope: FastifyInstance): void {
     scope.addHook('preHandler', (request, reply, done) => {
-      let turn: Promise<void> | undefined;
+      if (!this.load.wouldWait) {
+        done();
+        return;
+      }
+      const socket = request.raw.socket;
+      const gone = new AbortController();
+      const closed = () => gone.abort();
+      socket.once('close', closed);
+      let turn: Promise<boolean> | undefined;
       try {
-        turn = this.enter();
+        turn = this.enter(gone.signal);
       } catch (error) {
+        socket.removeListener('close', closed);
         done(error as Error);
         return;
       }
       if (!turn) {
+        socket.removeListener('close', closed);
         done();
         return;
       }
-      void turn.then(() => {
-        if (!request.raw.socket?.destroyed) {
+      void turn.then((admitted) => {
+        socket.removeListener('close', closed);
+        if (admitted && !socket.destroyed) {
           done();
           return;
         }
         // Fastify sends nothing and runs no later step of a hijacked request.
         reply.hijack();
-        this.load.pump();
+        // A turn given to a client gone at that moment passes on.
+        if (admitted) this.load.pump();
       });
     });
     // Each answer also weighs the next: a statement's answer is not the only sign of a free turn.

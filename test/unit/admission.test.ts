@@ -95,6 +95,31 @@ describe('Admission', () => {
     expect(admission.queued).toBe(2);
   });
 
+  it('lets a request whose client went away leave the queue at once: it is never let in, and the next takes its place', async () => {
+    const { load, admission, order, enter } = admissions(2);
+    load.started();
+    load.started();
+    const client = new AbortController();
+    let admitted: boolean | undefined;
+    void admission.enter(client.signal)?.then((answer) => (admitted = answer));
+    enter(2);
+    expect(admission.queued).toBe(2);
+
+    client.abort();
+    await turn();
+    expect(admitted).toBe(false);
+    expect(admission.queued).toBe(1);
+    // Room again under the limit.
+    enter(3);
+    expect(admission.queued).toBe(2);
+
+    load.settled();
+    load.settled();
+    for (let i = 0; i < 3; i += 1) await turn();
+    expect(order).toEqual([2, 3]);
+    expect(admitted).toBe(false);
+  });
+
   it('is never busy without connections to count (SQLite)', () => {
     const load = new StatementLoad(Infinity);
     for (let i = 0; i < 1000; i += 1) load.started();
