@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createConnection, type Connection, type RowDataPacket } from 'mysql2/promise';
-import { buildApp } from '../../src/app';
 import { WAITING_LIMIT } from '../../src/db/data-source';
-import { createTestDatabase, databases, testConfig } from '../helpers/app';
+import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
 import { graphqlDriver, restDriver, value } from '../helpers/drivers';
 import { createTrainer, type TrainerFixture } from '../helpers/factories';
 
@@ -26,21 +25,18 @@ async function until(what: string, check: () => Promise<boolean>): Promise<void>
 }
 
 describe.each(databases)('admission on %s', (kind) => {
-  let database: { url: string; drop(): Promise<void> };
+  let t: TestApp;
   let app: FastifyInstance;
   let owner: TrainerFixture;
   let viewer: TrainerFixture;
 
   beforeAll(async () => {
-    database = await createTestDatabase(kind);
-    app = await buildApp(testConfig(database.url));
+    t = await startTestApp(kind);
+    app = t.app;
     owner = await createTrainer(app);
     viewer = await createTrainer(app);
   });
-  afterAll(async () => {
-    await app.close();
-    await database.drop();
-  });
+  afterAll(() => t.close());
 
   const creatureRows = async (): Promise<number> => {
     const [row] = await app.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM creature WHERE trainer_id = ?', [
@@ -57,7 +53,7 @@ describe.each(databases)('admission on %s', (kind) => {
    * each wait for it on a connection of their own until the lock is released.
    */
   async function holdEveryConnection(prefix: string) {
-    const blocker: Connection = await createConnection({ uri: database.url });
+    const blocker: Connection = await createConnection({ uri: t.config.database.type === 'mysql' ? t.config.database.url : '' });
     await blocker.query('START TRANSACTION');
     await blocker.query('SELECT id FROM trainer WHERE id = ? FOR UPDATE', [owner.trainer.id]);
     const rest = restDriver(app);
@@ -129,7 +125,7 @@ describe.each(databases)('admission on %s', (kind) => {
 
   mysqlOnly('does not run a request whose client went away while it waited at the door', async () => {
     const before = await creatureRows();
-    const origin = await app.listen({ port: 0, host: '127.0.0.1' });
+    const origin = await listen(t);
     const { blocker, writes } = await holdEveryConnection('kept');
     let released = false;
     try {

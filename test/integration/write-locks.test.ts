@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app';
-import { createTestDatabase, databases, testConfig } from '../helpers/app';
+import { databases, startTestApp, type TestApp } from '../helpers/app';
 import { restDriver, value } from '../helpers/drivers';
 import { createTrainer, type TrainerFixture } from '../helpers/factories';
 
@@ -18,19 +17,16 @@ const retriedOf = async (app: FastifyInstance): Promise<number> => {
 };
 
 describe.each(databases)('write locks on %s', (kind) => {
-  let database: { url: string; drop(): Promise<void> };
+  let t: TestApp;
   let app: FastifyInstance;
   let owner: TrainerFixture;
 
   beforeAll(async () => {
-    database = await createTestDatabase(kind);
-    app = await buildApp(testConfig(database.url));
+    t = await startTestApp(kind);
+    app = t.app;
     owner = await createTrainer(app);
   });
-  afterAll(async () => {
-    await app.close();
-    await database.drop();
-  });
+  afterAll(() => t.close());
 
   it("meets no deadlock when one trainer's creatures are created, renamed and deleted at once", async () => {
     const rest = restDriver(app);
