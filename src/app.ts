@@ -10,6 +10,7 @@ import { createDataSource, type DataSourceExtras } from './db/data-source';
 import { DatabaseConnector } from './db/connector';
 import { registerGraphQL } from './graphql/plugin';
 import type { DocumentCheck } from './graphql/pipeline';
+import { LIMITS } from './graphql/limits';
 import { AppError } from './errors';
 import { limitBodyChunks, registerStrictJsonParser } from './http/json-body';
 import { sessionPurge } from './auth/session.service';
@@ -209,8 +210,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Problem details everywhere but in GraphQL's scope, which answers in its own shape.
     app.setErrorHandler(problemErrorHandler);
     app.setNotFoundHandler(problemNotFoundHandler);
-    // The API's requests wait for their turn while the database has no connection free.
-    const admission = new Admission(services.databaseLoad);
+    // The API's requests wait for their turn while the database has no connection free, or while
+    // those let in weigh five times what one GraphQL operation may cost: seven nested pages of
+    // 100 trainers with 10 creatures each (cost 3,400) at once, or thousands of single reads.
+    const admission = new Admission(services.databaseLoad, { budget: 5 * LIMITS.cost });
     registerObservability(app, metrics, config.metricsToken, { hasher: services.hasher, replicas, admission });
     registerSecurityHeaders(app);
     await app.register(cors, {

@@ -124,17 +124,13 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /**
  * The statements sent to MySQL and not yet answered, against the connections of its pools (the
- * primary's and the replicas'), and the requests waiting at the API's door (http/admission.ts) for
- * a connection to be free, in arrival order. One waiting is let go when a statement is answered
- * and a connection is free; the next is weighed on the next turn of the event loop, once
- * the one let go has sent its first statement (one that sends none, such as a request waiting for
- * a password hash, holds no place). SQLite runs each statement in the process, at once: it is
- * never busy.
+ * primary's and the replicas'): what the API's door (http/admission.ts) weighs before it lets a
+ * request in, and the signal it waits for (`onSettled`). SQLite runs each statement in the
+ * process, at once: it is never busy.
  */
 export class StatementLoad {
   private running = 0;
-  private readonly waiting: (() => void)[] = [];
-  private pumpScheduled = false;
+  private readonly listeners: (() => void)[] = [];
 
   constructor(private readonly connections: number) {}
 
@@ -143,35 +139,14 @@ export class StatementLoad {
     return this.running >= this.connections;
   }
 
-  /** How many wait for their turn. */
-  get queued(): number {
-    return this.waiting.length;
+  /** Whether there are connections to count (MySQL): else (SQLite) it is never busy. */
+  get bounded(): boolean {
+    return Number.isFinite(this.connections);
   }
 
-  /** Whether one who asked for a turn now would wait (a connection busy, or others waiting before it). */
-  get wouldWait(): boolean {
-    return this.waiting.length > 0 || this.busy;
-  }
-
-  /**
-   * Undefined when a connection is free and nobody waits; else a promise kept at this caller's
-   * turn (true), or as soon as `gone` is aborted before it (false: the caller left the queue).
-   */
-  turn(gone?: AbortSignal): Promise<boolean> | undefined {
-    if (!this.wouldWait) return undefined;
-    return new Promise<boolean>((resolve) => {
-      const admit = () => {
-        gone?.removeEventListener('abort', leave);
-        resolve(true);
-      };
-      const leave = () => {
-        const at = this.waiting.indexOf(admit);
-        if (at >= 0) this.waiting.splice(at, 1);
-        resolve(false);
-      };
-      gone?.addEventListener('abort', leave, { once: true });
-      this.waiting.push(admit);
-    });
+  /** Calls `listener` each time a statement has been answered (a connection may be free). */
+  onSettled(listener: () => void): void {
+    this.listeners.push(listener);
   }
 
   started(): void {
@@ -180,20 +155,7 @@ export class StatementLoad {
 
   settled(): void {
     this.running -= 1;
-    this.pump();
-  }
-
-  /** Lets the first waiting go if a connection is free, and weighs the next on the next turn. */
-  pump(): void {
-    if (this.waiting.length === 0 || this.busy) return;
-    this.waiting.shift()?.();
-    if (this.waiting.length > 0 && !this.pumpScheduled) {
-      this.pumpScheduled = true;
-      setImmediate(() => {
-        this.pumpScheduled = false;
-        this.pump();
-      });
-    }
+    for (const listener of this.listeners) listener();
   }
 }
 

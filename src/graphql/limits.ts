@@ -158,8 +158,23 @@ interface CostCache {
   /** Variables whose length, not value, the cost depends on. */
   readonly lengths: string[];
   readonly costs: Map<string, number>;
+  /** The cost of the document's last check, whatever its variables. */
+  last?: number;
 }
 const MAX_COSTS_PER_DOCUMENT = 100;
+
+/** The cost limit's check, and what it last measured of a document. */
+export interface CostChecker {
+  /** The error to answer when an operation costs too much, else undefined. */
+  check(
+    document: DocumentNode,
+    operation: OperationDefinitionNode | undefined,
+    operationName: string | undefined,
+    given: Record<string, unknown>,
+  ): GraphQLError | undefined;
+  /** The cost `document` was last checked at (with the variables of that request); undefined before its first check. */
+  lastCost(document: DocumentNode): number | undefined;
+}
 
 /**
  * The cost limit needs the variables (`limit: $n`), which validation rules do not see, so it runs
@@ -168,14 +183,7 @@ const MAX_COSTS_PER_DOCUMENT = 100;
  * (measuring is a walk of the document, a visible part of a small query's CPU). The error to answer
  * when an operation costs too much, else undefined; asked by the Pipeline's operation checks.
  */
-export function costChecker(
-  schema: GraphQLSchema,
-): (
-  document: DocumentNode,
-  operation: OperationDefinitionNode | undefined,
-  operationName: string | undefined,
-  given: Record<string, unknown>,
-) => GraphQLError | undefined {
+export function costChecker(schema: GraphQLSchema): CostChecker {
   const caches = new WeakMap<DocumentNode, CostCache>();
   const measure = (document: DocumentNode, variables: Record<string, unknown>, operationName: string | undefined): number => {
     try {
@@ -192,7 +200,7 @@ export function costChecker(
       return Number.POSITIVE_INFINITY;
     }
   };
-  return (document, operation, operationName, given) => {
+  const check: CostChecker['check'] = (document, operation, operationName, given) => {
     let cache = caches.get(document);
     if (!cache) {
       cache = { ...costVariables(document), costs: new Map() };
@@ -211,6 +219,7 @@ export function costChecker(
       if (cache.costs.size >= MAX_COSTS_PER_DOCUMENT) cache.costs.clear();
       cache.costs.set(key, cost);
     }
+    cache.last = cost;
     if (cost <= LIMITS.cost) return undefined;
     const measured = Number.isFinite(cost) ? `would cost ${cost}` : 'is too large to measure';
     return graphqlError(
@@ -218,6 +227,7 @@ export function costChecker(
       `This operation ${measured}, more than the limit of ${LIMITS.cost} (a list costs its limit times its items)`,
     );
   };
+  return { check, lastCost: (document) => caches.get(document)?.last };
 }
 
 /** How often one response key, one fragment spread or one inline fragment may repeat in a selection set. */

@@ -24,9 +24,9 @@ import type { Tracing } from '../telemetry/spans';
 import { createFormatError, graphqlError, logUnexpectedErrors } from './format-error';
 import type { GraphQLContext } from './context';
 import { DocumentCache, hashOf, STAND_IN, type DocumentEntry, type TextVerdict } from './document-cache';
-import { costChecker, LIMITS, limitRules, repeatedSelections } from './limits';
+import { costChecker, LIMITS, limitRules, repeatedSelections, type CostChecker } from './limits';
 import { planOf, runPlan } from './plans';
-import { TrustedDocuments, type DocumentRequest } from './trusted-documents';
+import { normalizedId, TrustedDocuments, type DocumentRequest } from './trusted-documents';
 import { Metrics } from '../ops/metrics';
 
 /** How a document reached the server: HTTP (Apollo, any method and route) or graphql-ws. */
@@ -129,7 +129,7 @@ export class Pipeline {
   private readonly documents: DocumentCache;
   private readonly metrics: Pick<Metrics, 'documents' | 'documentsParsed' | 'compiledRuns'>;
   private readonly checks: readonly DocumentCheck[];
-  private readonly checkCost: ReturnType<typeof costChecker>;
+  private readonly cost: CostChecker;
 
   /**
    * @throws ConfigError when a document of the TRUSTED_DOCUMENTS manifest breaks a check (start-up stops).
@@ -154,7 +154,7 @@ export class Pipeline {
     this.format = createFormatError(options);
     this.tracing = options.tracing;
     this.checks = options.checks ?? [];
-    this.checkCost = costChecker(schema);
+    this.cost = costChecker(schema);
     this.validationRules = [...limitRules(), ...(options.introspection ? [] : [noIntrospection])];
     // Parses, validates and compiles the manifest's documents now: a bad one stops start-up here.
     this.trusted = new TrustedDocuments(
@@ -197,6 +197,23 @@ export class Pipeline {
     };
   }
 
+  /**
+   * What a request over HTTP weighs at the API's door (http/admission.ts), before anything parses
+   * it: the cost its document was last measured at, when the cache knows the document by its id or
+   * by its text's hash; else 1 (it is measured when it runs, and weighs that from then on).
+   */
+  weightOf(payload: DocumentRequest | undefined): number {
+    const { query, documentId } = payload ?? {};
+    const hash =
+      documentId !== undefined && documentId !== null
+        ? normalizedId(documentId)
+        : typeof query === 'string' && query.length <= LIMITS.queryLength
+          ? hashOf(query)
+          : undefined;
+    const verdict = hash === undefined ? undefined : this.documents.get(hash)?.verdict;
+    return (verdict && 'document' in verdict ? this.cost.lastCost(verdict.document) : undefined) ?? 1;
+  }
+
   /** A request's text, from the cache or checked now (counted as parsed and validated when it got that far). */
   private entryFor(source: string): DocumentEntry {
     const hash = hashOf(source);
@@ -232,7 +249,7 @@ export class Pipeline {
     if (nestedDeeperThan(variables, MAX_JSON_DEPTH)) {
       return badUserInput(`The variables nest arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
     }
-    const tooCostly = this.checkCost(document, operation, operationName, variables);
+    const tooCostly = this.cost.check(document, operation, operationName, variables);
     if (tooCostly) return tooCostly;
     if (!operation) return undefined;
     for (const check of this.checks) {

@@ -20,6 +20,7 @@ import type { GraphQLContext } from './context';
 import { createFormatError, errorLoggingPlugin } from './format-error';
 import { landingPageCsp, landingPagePlugin, registerIdeRoutes } from './ide';
 import { Pipeline, type DocumentCheck } from './pipeline';
+import type { DocumentRequest } from './trusted-documents';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
 import { buildSubgraph } from './federation';
@@ -173,7 +174,13 @@ export async function registerGraphQL(
     scope.addHook('onRequest', shallowQueryString);
     scope.addHook('onRequest', requireDatabase);
     scope.addHook('onRequest', noStore);
-    options.admission?.guard(scope);
+    // A GraphQL request weighs the cost of its document; the event stream (which runs no
+    // document at the door and stays open) weighs nothing, so open streams never close the door.
+    options.admission?.guard(scope, (request) =>
+      request.routeOptions.url === '/graphql'
+        ? pipeline.weightOf((request.method === 'GET' ? request.query : request.body) as DocumentRequest | undefined)
+        : 0,
+    );
     scope.addHook(
       'onRequest',
       attachRequestAuth((authorization, onKnown) => services.auth.forRequest(authorization, onKnown)),

@@ -43,7 +43,7 @@ export type Admission =
 const HASH = /^(?:sha256:)?([0-9a-fA-F]{64})$/;
 
 /** The id as the manifest keys it (lowercase hex), from `sha256:<hex>` or `<hex>`; undefined when it is no SHA-256. */
-function normalizedId(id: unknown): string | undefined {
+export function normalizedId(id: unknown): string | undefined {
   return typeof id === 'string' ? HASH.exec(id)?.[1]?.toLowerCase() : undefined;
 }
 

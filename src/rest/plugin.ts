@@ -24,7 +24,11 @@ export async function restRoutes(
 ): Promise<void> {
   app.addHook('onRequest', requireDatabase);
   app.addHook('onRequest', noStore);
-  admission?.guard(app);
+  // A page weighs its limit (validated and coerced by then), any other request 1.
+  admission?.guard(app, (request) => {
+    const limit = (request.query as { limit?: unknown } | undefined)?.limit;
+    return typeof limit === 'number' ? limit : 1;
+  });
   app.setValidatorCompiler(createRestValidatorCompiler());
   app.addHook(
     'onRequest',

@@ -167,3 +167,26 @@ describe('DocumentCache', () => {
     expect(cache.remember(pinnedHash, documentOf(QUERY))).toBe(pinned);
   });
 });
+
+describe('Pipeline.weightOf', () => {
+  const EVENTS = 'subscription Events($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { kind creature { id name level } } }';
+
+  it('weighs a request by the cost its document was last measured at, found by its text or its id; 1 before it was measured', () => {
+    const { made } = pipeline();
+    expect(made.weightOf({ query: EVENTS })).toBe(1);
+    expect(outcome(made.admitSubscription({ query: EVENTS, variables: { trainerId: '1' } }))).toBe('admitted');
+    const cost = made.weightOf({ query: EVENTS });
+    // creatureEvents, kind, creature and its three fields.
+    expect(cost).toBe(6);
+    expect(made.weightOf({ documentId: `sha256:${hashOf(EVENTS)}` })).toBe(cost);
+    expect(made.weightOf({ documentId: hashOf(EVENTS).toUpperCase() })).toBe(cost);
+  });
+
+  it('weighs 1 what it cannot look up without parsing: no document, a text over the length limit, an id of nothing', () => {
+    const { made } = pipeline();
+    expect(made.weightOf(undefined)).toBe(1);
+    expect(made.weightOf({ query: `{ __typename }${' '.repeat(40_000)}` })).toBe(1);
+    expect(made.weightOf({ documentId: 'not-a-hash' })).toBe(1);
+    expect(made.weightOf({ documentId: `sha256:${'0'.repeat(64)}` })).toBe(1);
+  });
+});
