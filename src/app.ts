@@ -65,6 +65,8 @@ export interface BuildOptions {
   readonly documentChecks?: readonly DocumentCheck[];
   /** The clock, in milliseconds, by which the ids kept of each trainer list age (TrainerLists; tests hold it still or move it). */
   readonly listClock?: () => number;
+  /** What the requests let in at the API's door may weigh at once (http/admission.ts; tests make it small). */
+  readonly admissionBudget?: number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -213,7 +215,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // The API's requests wait for their turn while the database has no connection free, or while
     // those let in weigh five times what one GraphQL operation may cost: seven nested pages of
     // 100 trainers with 10 creatures each (cost 3,400) at once, or thousands of single reads.
-    const admission = new Admission(services.databaseLoad, { budget: 5 * LIMITS.cost });
+    const admission = new Admission(services.databaseLoad, { budget: options.admissionBudget ?? 5 * LIMITS.cost });
     registerObservability(app, metrics, config.metricsToken, { hasher: services.hasher, replicas, admission });
     registerSecurityHeaders(app);
     await app.register(cors, {

@@ -129,13 +129,21 @@ export class Admission {
    * (at least 0), and counts until its answer is sent or its connection closes. A request whose
    * client closes its connection while it waits leaves the queue at once and is never run
    * (nobody would read the answer, and a client that gave up may already be sending it again):
-   * it no longer counts against the limit, and takes no turn.
+   * it no longer counts against the limit, and takes no turn; one whose client is gone by its
+   * turn is not run either.
    */
   guard(scope: FastifyInstance, weigh: (request: FastifyRequest) => number = () => 1): void {
     scope.addHook('preHandler', (request, reply, done) => {
       const weight = Math.max(0, weigh(request));
-      // 'close' comes once the answer is sent, or when the connection closes before it is.
       const goOn = () => {
+        // A client gone by its turn: nobody would read the answer (and its connection's 'close'
+        // has passed, so nothing would free its place). Fastify runs no later step of a hijacked request.
+        if (reply.raw.destroyed) {
+          reply.hijack();
+          this.leave(weight);
+          return;
+        }
+        // 'close' comes once the answer is sent, or when the connection closes before it is.
         reply.raw.once('close', () => this.leave(weight));
         done();
       };
@@ -160,14 +168,9 @@ export class Admission {
       socket.once('close', closed);
       void turn.then((admitted) => {
         socket.removeListener('close', closed);
-        if (admitted && !socket.destroyed) {
-          goOn();
-          return;
-        }
-        // Fastify sends nothing and runs no later step of a hijacked request.
-        reply.hijack();
-        // A turn given to a client gone at that moment passes on.
-        if (admitted) this.leave(weight);
+        if (admitted) goOn();
+        // It left the queue: Fastify sends nothing and runs no later step of a hijacked request.
+        else reply.hijack();
       });
     });
   }

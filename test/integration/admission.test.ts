@@ -6,9 +6,10 @@ import { graphqlDriver, restDriver, value } from '../helpers/drivers';
 import { createTrainer, type TrainerFixture } from '../helpers/factories';
 
 /*
- * Admission (src/http/admission.ts): while every database connection has a statement, a request
- * of the API waits at the door for its turn, and is answered once one is free; past WAITING_LIMIT
- * waiting requests, SERVICE_UNAVAILABLE. SQLite is never busy: nothing waits there.
+ * Admission (src/http/admission.ts): while every database connection has a statement, or while
+ * the requests let in weigh the budget, a request of the API waits at the door for its turn, and is
+ * answered once one is free; past WAITING_LIMIT waiting requests, SERVICE_UNAVAILABLE. SQLite is
+ * never busy and has no budget: nothing waits there.
  */
 
 const waitingOf = async (app: FastifyInstance): Promise<number> => {
@@ -167,6 +168,79 @@ describe.each(databases)('admission on %s', (kind) => {
       await blocker.end();
     }
   });
+
+  mysqlOnly(
+    'with a budget of 1, lets one request in at a time, answers every one, and frees its place whether the answer is sent or the client left',
+    async () => {
+      // A client that gives up while its request is in progress: it leaves once the pipeline has taken its document.
+      let leaveNow: (() => void) | undefined;
+      const narrow = await startTestApp(
+        kind,
+        {},
+        {
+          admissionBudget: 1,
+          documentChecks: [
+            ({ operation }) => {
+              if (operation.name?.value === 'Leaving') leaveNow?.();
+              return undefined;
+            },
+          ],
+        },
+      );
+      try {
+        const a = await createTrainer(narrow.app);
+        const b = await createTrainer(narrow.app);
+        const headers = { authorization: `Bearer ${b.token}` };
+        const page = 'query($o: Int!) { trainers(limit: 5, offset: $o) { items { id creatures(limit: 2) { id } } } }';
+        const origin = await listen(narrow);
+        // Clients that give up at once: some leave the queue, some are let in first and leave after.
+        const leaving = Array.from({ length: 5 }, () => {
+          const client = new AbortController();
+          const sent = fetch(`${origin}/trainer?limit=20`, { headers, signal: client.signal }).catch((error: unknown) => error);
+          setImmediate(() => client.abort());
+          return sent;
+        });
+        const answers = await Promise.all([
+          ...Array.from({ length: 10 }, (_, i) =>
+            narrow.app.inject({
+              method: 'POST',
+              url: '/graphql',
+              headers: { ...headers, 'content-type': 'application/json' },
+              payload: { query: page, variables: { o: i } },
+            }),
+          ),
+          ...Array.from({ length: 10 }, () => narrow.app.inject({ method: 'GET', url: '/trainer?limit=20', headers })),
+          ...Array.from({ length: 10 }, () => narrow.app.inject({ method: 'GET', url: `/trainer/${a.trainer.id}`, headers })),
+          (async () => {
+            await until('requests waiting behind the one let in', async () => (await waitingOf(narrow.app)) > 0);
+            return undefined;
+          })(),
+        ]);
+        answers.pop();
+        expect(answers.map((answer) => answer?.statusCode)).toEqual(Array.from({ length: 30 }, () => 200));
+        expect(answers.slice(0, 10).every((answer) => answer?.json<{ errors?: unknown }>().errors === undefined)).toBe(true);
+        expect(answers.slice(20).map((answer) => answer?.json<{ id: string }>().id)).toEqual(
+          Array.from({ length: 10 }, () => a.trainer.id),
+        );
+        await Promise.all(leaving);
+        const client = new AbortController();
+        leaveNow = () => client.abort();
+        const left = await fetch(`${origin}/graphql`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ query: 'query Leaving { trainers(limit: 5) { items { id } } }' }),
+          signal: client.signal,
+        }).catch((error: unknown) => error);
+        expect((left as { name?: string }).name).toBe('AbortError');
+        // Had any of them kept its place, nothing would be let in again.
+        const after = await narrow.app.inject({ method: 'GET', url: `/trainer/${a.trainer.id}`, headers });
+        expect(after.statusCode).toBe(200);
+        expect(await waitingOf(narrow.app)).toBe(0);
+      } finally {
+        await narrow.close();
+      }
+    },
+  );
 
   sqliteOnly('holds nothing on SQLite, which runs each statement in the process', async () => {
     const before = await creatureRows();
