@@ -158,7 +158,7 @@ interface CostCache {
   /** Variables whose length, not value, the cost depends on. */
   readonly lengths: string[];
   readonly costs: Map<string, number>;
-  /** The cost of the document's last check, whatever its variables. */
+  /** The cost of the document's last check that was within the limit, whatever its variables. */
   last?: number;
 }
 const MAX_COSTS_PER_DOCUMENT = 100;
@@ -172,7 +172,7 @@ export interface CostChecker {
     operationName: string | undefined,
     given: Record<string, unknown>,
   ): GraphQLError | undefined;
-  /** The cost `document` was last checked at (with the variables of that request); undefined before its first check. */
+  /** The cost `document` was last checked at and let through (with the variables of that request); undefined before. */
   lastCost(document: DocumentNode): number | undefined;
 }
 
@@ -219,8 +219,11 @@ export function costChecker(schema: GraphQLSchema): CostChecker {
       if (cache.costs.size >= MAX_COSTS_PER_DOCUMENT) cache.costs.clear();
       cache.costs.set(key, cost);
     }
-    cache.last = cost;
-    if (cost <= LIMITS.cost) return undefined;
+    if (cost <= LIMITS.cost) {
+      // Only a cost that runs: one refused here (or not measurable) costs nothing beyond this check.
+      cache.last = cost;
+      return undefined;
+    }
     const measured = Number.isFinite(cost) ? `would cost ${cost}` : 'is too large to measure';
     return graphqlError(
       'BAD_USER_INPUT',

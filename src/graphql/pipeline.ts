@@ -199,8 +199,9 @@ export class Pipeline {
 
   /**
    * What a request over HTTP weighs at the API's door (http/admission.ts), before anything parses
-   * it: the cost its document was last measured at, when the cache knows the document by its id or
-   * by its text's hash; else 1 (it is measured when it runs, and weighs that from then on).
+   * it: the cost its document was last let through at (at least 1), when the cache knows the
+   * document by its id or by its text's hash; else 1 (it is measured when it runs, and weighs that
+   * from then on). A cost over the limit is never remembered: such a request is refused cheaply.
    */
   weightOf(payload: DocumentRequest | undefined): number {
     const { query, documentId } = payload ?? {};
@@ -211,7 +212,9 @@ export class Pipeline {
           ? hashOf(query)
           : undefined;
     const verdict = hash === undefined ? undefined : this.documents.get(hash)?.verdict;
-    return (verdict && 'document' in verdict ? this.cost.lastCost(verdict.document) : undefined) ?? 1;
+    const cost = verdict && 'document' in verdict ? this.cost.lastCost(verdict.document) : undefined;
+    // Within 1..LIMITS.cost: a limit of 0 or less makes a cost of 0 or less, and nothing weighs nothing.
+    return cost === undefined ? 1 : Math.min(LIMITS.cost, Math.max(1, cost));
   }
 
   /** A request's text, from the cache or checked now (counted as parsed and validated when it got that far). */

@@ -134,24 +134,33 @@ export class Admission {
    */
   guard(scope: FastifyInstance, weigh: (request: FastifyRequest) => number = () => 1): void {
     scope.addHook('preHandler', (request, reply, done) => {
-      const weight = Math.max(0, weigh(request));
+      const weighed = weigh(request);
+      const weight = Number.isFinite(weighed) ? Math.max(0, weighed) : 1;
+      const socket = request.raw.socket;
       const goOn = () => {
-        // A client gone by its turn: nobody would read the answer (and its connection's 'close'
-        // has passed, so nothing would free its place). Fastify runs no later step of a hijacked request.
-        if (reply.raw.destroyed) {
+        // A client gone by its turn: nobody would read the answer (and the 'close' events have
+        // passed, so nothing would free its place). Fastify runs no later step of a hijacked request.
+        if (reply.raw.destroyed || socket.destroyed) {
           reply.hijack();
           this.leave(weight);
           return;
         }
-        // 'close' comes once the answer is sent, or when the connection closes before it is.
-        reply.raw.once('close', () => this.leave(weight));
+        // The answer's 'close' comes once it is sent, or when the connection closes before; but an
+        // answer queued behind another on a pipelining connection gets none when the connection
+        // closes: the connection's own 'close' frees its place then. Whichever comes first, once.
+        const leave = () => {
+          reply.raw.removeListener('close', leave);
+          socket.removeListener('close', leave);
+          this.leave(weight);
+        };
+        reply.raw.once('close', leave);
+        socket.once('close', leave);
         done();
       };
       if (this.enteredAtOnce(weight)) {
         goOn();
         return;
       }
-      const socket = request.raw.socket;
       const gone = new AbortController();
       const closed = () => gone.abort();
       let turn: Promise<boolean> | undefined;

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { connect } from 'node:net';
 import { createConnection, type Connection, type RowDataPacket } from 'mysql2/promise';
 import { WAITING_LIMIT } from '../../src/db/data-source';
 import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
@@ -241,6 +242,46 @@ describe.each(databases)('admission on %s', (kind) => {
       }
     },
   );
+
+  mysqlOnly('frees the place of a pipelined request whose connection closes while its answer waits behind another', async () => {
+    // Room for a write and a page of 20; a page's place kept by mistake leaves no room for a page of 21.
+    const narrow = await startTestApp(kind, {}, { admissionBudget: 40 });
+    const blocker: Connection = await createConnection({ uri: narrow.config.database.type === 'mysql' ? narrow.config.database.url : '' });
+    try {
+      const writer = await createTrainer(narrow.app);
+      const origin = new URL(await listen(narrow));
+      const body = JSON.stringify({ name: 'pipelined', speciesId: 1 });
+      const write =
+        `POST /trainer/${writer.trainer.id}/creature HTTP/1.1\r\nHost: ${origin.host}\r\nAuthorization: Bearer ${writer.token}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      const page = `GET /trainer?limit=20 HTTP/1.1\r\nHost: ${origin.host}\r\nAuthorization: Bearer ${writer.token}\r\n\r\n`;
+      // The write waits for the trainer's row; the page behind it on the same connection is read,
+      // and its answer waits for the write's.
+      await blocker.query('START TRANSACTION');
+      await blocker.query('SELECT id FROM trainer WHERE id = ? FOR UPDATE', [writer.trainer.id]);
+      const socket = connect(Number(origin.port), origin.hostname);
+      await new Promise<void>((resolve) => socket.once('connect', resolve));
+      socket.write(write + page);
+      await until('the write waiting for the lock', async () => {
+        const [rows] = await blocker.query<RowDataPacket[]>(
+          "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'UPDATE trainer % creatures_owned = %'",
+        );
+        return Number(rows[0].n) >= 1;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      socket.destroy();
+      await blocker.query('ROLLBACK');
+      const next = await Promise.race([
+        narrow.app.inject({ method: 'GET', url: '/trainer?limit=21', headers: { authorization: `Bearer ${writer.token}` } }),
+        new Promise<undefined>((resolve) => setTimeout(resolve, 5000)),
+      ]);
+      expect(next?.statusCode).toBe(200);
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => undefined);
+      await blocker.end();
+      await narrow.close();
+    }
+  });
 
   sqliteOnly('holds nothing on SQLite, which runs each statement in the process', async () => {
     const before = await creatureRows();

@@ -182,6 +182,22 @@ describe('Pipeline.weightOf', () => {
     expect(made.weightOf({ documentId: hashOf(EVENTS).toUpperCase() })).toBe(cost);
   });
 
+  it('never weighs what was refused for its cost: a document too large to measure weighs 1 after its refusal', () => {
+    const { made } = pipeline();
+    // Ten fragments, each spreading the next three times: 3^10 selections once spread out.
+    const fragments = Array.from(
+      { length: 10 },
+      (_, i) => `fragment F${i} on CreatureEvent { kind${i < 9 ? ` ...F${i + 1} ...F${i + 1} ...F${i + 1}` : ''} }`,
+    );
+    const huge = `subscription Huge($trainerId: ID!) { creatureEvents(trainerId: $trainerId) { ...F0 } } ${fragments.join(' ')}`;
+    const refused = outcome(made.admitSubscription({ query: huge, variables: { trainerId: '1' } }));
+    expect(refused).toEqual([['BAD_USER_INPUT', expect.stringContaining('too large to measure')]]);
+    expect(made.weightOf({ query: huge })).toBe(1);
+    // A document it has measured keeps the cost it ran at.
+    made.admitSubscription({ query: EVENTS, variables: { trainerId: '1' } });
+    expect(made.weightOf({ query: EVENTS })).toBe(6);
+  });
+
   it('weighs 1 what it cannot look up without parsing: no document, a text over the length limit, an id of nothing', () => {
     const { made } = pipeline();
     expect(made.weightOf(undefined)).toBe(1);
