@@ -1,11 +1,12 @@
 import { checkOffset, type Page } from '../common/args';
+import { perTurn } from '../common/per-turn';
 import type { CursorCodec } from '../common/cursor';
 import { nameKey, normalizeText } from '../common/text';
 import { isForeignKeyViolation, uniqueViolation } from '../db/errors';
 import { AppError } from '../errors';
 import type { Trainer } from '../trainers/trainer.entity';
 import type { TrainerQueries } from '../trainers/trainer.queries';
-import type { Creature } from './creature.entity';
+import { Creature as CreatureClass, type Creature } from './creature.entity';
 import type { Counted, CreatureField, CreatureQueries } from './creature.queries';
 import { CreatureEventKind, toMessage } from '../events/creature-event';
 import type { CreatureEventBus } from '../events/event-bus';
@@ -34,7 +35,27 @@ const throwNotFound = (id: number): never => {
 /** What makes two names the same creature: trimmed, then NFKC and fully case-folded (nameKey). */
 export const creatureNameKey = (name: string): string => nameKey(normalizeText(name));
 
+/** One call's creature pages: its trainers (in its order), which page of each, and what it knows of their counts. */
+interface PagesRead {
+  readonly trainerIds: readonly number[];
+  readonly limit: number;
+  readonly offset: number;
+  readonly afterId: number;
+  readonly fields?: readonly CreatureField[];
+  readonly mayLag: boolean;
+  readonly counts?: readonly (number | undefined)[];
+}
+
+/** Calls merged into one statement at most: a few pages of 100 trainers each. */
+const MAX_MERGED_PAGE_READS = 8;
+
 export class CreatureService {
+  /**
+   * The creature pages of every request of a turn (the pages of trainers in progress at once),
+   * merged into one statement per kind of page (see readPages) instead of one each.
+   */
+  private readonly pageReads = perTurn<PagesRead, Creature[][]>((reads) => this.readPages(reads), MAX_MERGED_PAGE_READS);
+
   constructor(
     private readonly queries: CreatureQueries,
     private readonly trainers: TrainerQueries,
@@ -226,9 +247,60 @@ export class CreatureService {
       throw new AppError('BAD_USER_INPUT', 'With after, offset must be 0', [{ field: 'offset', message: 'must be 0 when after is given' }]);
     }
     const afterId = after === undefined ? 0 : this.cursors.decode(after);
+    if (trainerIds.length === 0) return [];
     // One more than the page: whether another follows is read, not guessed.
-    const pages = await this.queries.pagesForTrainers(trainerIds, { limit: limit + 1, offset, afterId }, fields, { mayLag, counts });
+    const pages = await this.pageReads.load({ trainerIds, limit: limit + 1, offset, afterId, fields, mayLag, counts });
     return pages.map((items) => (items.length > limit ? this.cursors.followed(items.slice(0, limit)) : { items, nextCursor: null }));
+  }
+
+  /**
+   * The pages of a turn's calls: those asking for the same page (limit, offset, cursor,
+   * properties, whether it may lag) in one statement for all their trainers, each trainer once.
+   * A trainer on two calls' pages gets its own objects in each (requests never share one).
+   */
+  private async readPages(reads: readonly PagesRead[]): Promise<(Creature[][] | Error)[]> {
+    const groups = new Map<string, number[]>();
+    reads.forEach((read, i) => {
+      const key = `${read.limit}:${read.offset}:${read.afterId}:${read.mayLag ? 1 : 0}:${read.fields?.join(',') ?? '*'}`;
+      const group = groups.get(key);
+      if (group) group.push(i);
+      else groups.set(key, [i]);
+    });
+    const answers: (Creature[][] | Error)[] = reads.map(() => []);
+    await Promise.all(
+      [...groups.values()].map(async (members) => {
+        // Each trainer once, with the first count known of it.
+        const counts = new Map<number, number | undefined>();
+        for (const i of members) {
+          reads[i].trainerIds.forEach((id, at) => {
+            if (counts.get(id) === undefined) counts.set(id, reads[i].counts?.[at]);
+          });
+        }
+        const { limit, offset, afterId, fields, mayLag } = reads[members[0]];
+        const ids = [...counts.keys()];
+        try {
+          const pages = await this.queries.pagesForTrainers(ids, { limit, offset, afterId }, fields, {
+            mayLag,
+            counts: [...counts.values()],
+          });
+          const byTrainer = new Map(ids.map((id, at) => [id, pages[at]]));
+          const taken = new Set<number>();
+          for (const i of members) {
+            answers[i] = reads[i].trainerIds.map((id) => {
+              const page = byTrainer.get(id)!;
+              if (!taken.has(id)) {
+                taken.add(id);
+                return page;
+              }
+              return page.map((creature) => Object.assign(new CreatureClass(), creature));
+            });
+          }
+        } catch (error) {
+          for (const i of members) answers[i] = error instanceof Error ? error : new Error(String(error));
+        }
+      }),
+    );
+    return answers;
   }
 }
 

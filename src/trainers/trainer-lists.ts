@@ -1,4 +1,4 @@
-import DataLoader from 'dataloader';
+import { perTurn } from '../common/per-turn';
 import { localChannel, type Channel, type ChannelSpec } from '../common/channel';
 import { Team } from './team';
 import { MAX_LIMIT } from '../common/args';
@@ -86,16 +86,9 @@ export class TrainerLists {
   private readonly depth: number;
   private readonly span: number;
 
-  private readonly rangeReads = new DataLoader<RangeRead, Trainer[], string>((reads) => this.readRanges(reads), {
-    cache: false,
-    batchScheduleFn: (run) => setImmediate(run),
-    maxBatchSize: 64,
-  });
+  private readonly rangeReads = perTurn<RangeRead, Trainer[]>((reads) => this.readRanges(reads), 64);
 
-  private readonly countReads = new DataLoader<string, number>((lists) => this.readCounts(lists), {
-    cache: false,
-    batchScheduleFn: (run) => setImmediate(run),
-  });
+  private readonly countReads = perTurn<string, number>((lists) => this.readCounts(lists));
 
   constructor(
     private readonly queries: TrainerQueries,

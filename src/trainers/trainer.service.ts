@@ -1,4 +1,4 @@
-import DataLoader from 'dataloader';
+import { perTurn } from '../common/per-turn';
 import type { LoginThrottle } from '../auth/login-throttle';
 import type { PasswordHasher } from '../auth/password';
 import { isNickname } from '../common/rules';
@@ -60,22 +60,14 @@ export class TrainerService {
    * own (the driver's write, its packet parsing, the database's per-statement work). Nothing is
    * cached across requests: every read still goes to the database.
    */
-  private readonly reads = new DataLoader<TrainerRead, Trainer | null>((keys) => this.readBatch(keys), {
-    cache: false,
-    batchScheduleFn: (run) => setImmediate(run),
-    maxBatchSize: MAX_MERGED_READS,
-  });
+  private readonly reads = perTurn<TrainerRead, Trainer | null>((keys) => this.readBatch(keys), MAX_MERGED_READS);
 
   /**
    * Single-trainer reads that may lag (another trainer's profile), merged like `reads` but sent
    * to a read replica; used only when there are replicas (otherwise `reads` merges them with the
    * caller checks, one statement for both).
    */
-  private readonly laggingReads = new DataLoader<TrainerRead, Trainer | null>((keys) => this.readBatch(keys, true), {
-    cache: false,
-    batchScheduleFn: (run) => setImmediate(run),
-    maxBatchSize: MAX_MERGED_READS,
-  });
+  private readonly laggingReads = perTurn<TrainerRead, Trainer | null>((keys) => this.readBatch(keys, true), MAX_MERGED_READS);
 
   constructor(
     private readonly queries: TrainerQueries,

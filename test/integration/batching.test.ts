@@ -306,6 +306,49 @@ describe.each(databases)('relation batching on %s', (kind) => {
     }
   });
 
+  it('answers concurrent GraphQL pages with their creatures, each exact, from one read of their creatures', async () => {
+    // Overlapping pages: the trainers at offsets 3 and 5 are each on two of them.
+    const offsets = [1, 3, 5];
+    const expected = await Promise.all(
+      offsets.map(async (offset) => {
+        const trainers = await t.app.dataSource.query<{ id: number | string }[]>(
+          `SELECT id FROM trainer ORDER BY id LIMIT 3 OFFSET ${offset}`,
+        );
+        return Promise.all(
+          trainers.map(async ({ id }) => ({
+            id: String(id),
+            creatures: (
+              await t.app.dataSource.query<{ id: number | string; name: string }[]>(
+                `SELECT id, name FROM creature WHERE trainer_id = ${Number(id)} ORDER BY id LIMIT 2`,
+              )
+            ).map((row) => ({ id: String(row.id), name: row.name })),
+          })),
+        );
+      }),
+    );
+    expect(expected.flat().some((item) => item.creatures.length === 2)).toBe(true);
+    const pageOf = document<{ trainers: { items: { id: string; creatures: { id: string; name: string }[] }[] } }>(
+      'query($offset: Int!) { trainers(limit: 3, offset: $offset) { items { id creatures(limit: 2) { id name } } } }',
+    );
+    stoppedAt = Date.now();
+    try {
+      await gql(t.app, pageOf, { offset: 1 }, viewer.token);
+      statements = 0;
+      const pages = await Promise.all(
+        offsets.map(async (offset) => {
+          const res = await gql(t.app, pageOf, { offset }, viewer.token);
+          expect(res.errors).toBeUndefined();
+          return res.data!.trainers.items;
+        }),
+      );
+      expect(pages).toEqual(expected);
+      // The callers' checks in one statement, the three pages' trainers in another, their creatures in a third.
+      expect(statements).toBe(3);
+    } finally {
+      stoppedAt = undefined;
+    }
+  });
+
   // What a user sees of "totalCount comes from the counts writes keep, never from counting the
   // trainer table": a row added by plain SQL is listed, but counted only once reconciled (as the
   // README's "npm run reconcile" says). Last, since it adds a trainer behind the service's back.
