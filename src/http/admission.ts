@@ -27,14 +27,15 @@ export interface AdmissionOptions {
  * once parsed, before its handler runs (no GraphQL context, no resolver, no rows), while
  * - every database connection has a statement (StatementLoad), or
  * - the requests already let in and not yet answered weigh the budget: a request weighs what its
- *   scope says (GraphQL: the cost its document was last measured at; a REST page: its limit).
+ *   scope says (GraphQL: the cost its document was last let through at; a REST page: its limit).
  * Waiting here instead of in the pool's queue with everything alive keeps the work in progress
  * about as large as the database and the process can serve at once, and what it holds dies young:
  * with 50 clients asking for nested pages, letting all of them in kept each page's objects alive
  * across several young-generation collections, which copied and promoted them, and garbage
  * collection then took as much CPU as the pages (bench/README.md, "Admission"). Requests are let
- * in in arrival order, one a turn of the event loop (the one let in sends its first statement
- * before the next is weighed). Beyond the waiting limit, SERVICE_UNAVAILABLE (503, Retry-After),
+ * in in arrival order: the first waiting when a request leaves or a statement ends, then one a
+ * turn of the event loop while more fit (the one let in sends its first statement before the
+ * next is weighed). Beyond the waiting limit, SERVICE_UNAVAILABLE (503, Retry-After),
  * as the pool's own queue answers when it is full. SQLite is never busy and has no budget, so
  * nothing waits there.
  */
