@@ -243,6 +243,52 @@ describe.each(databases)('admission on %s', (kind) => {
     },
   );
 
+  mysqlOnly(
+    'weighs a REST page by its limit: with a write in progress, a page of 39 fits a budget of 40 and one of 40 waits for it',
+    async () => {
+      const narrow = await startTestApp(kind, {}, { admissionBudget: 40 });
+      const blocker: Connection = await createConnection({
+        uri: narrow.config.database.type === 'mysql' ? narrow.config.database.url : '',
+      });
+      try {
+        const writer = await createTrainer(narrow.app);
+        const headers = { authorization: `Bearer ${writer.token}` };
+        // The write (weight 1) waits for the trainer's row, and stays in progress while it is locked.
+        await blocker.query('START TRANSACTION');
+        await blocker.query('SELECT id FROM trainer WHERE id = ? FOR UPDATE', [writer.trainer.id]);
+        const write = narrow.app.inject({
+          method: 'POST',
+          url: `/trainer/${writer.trainer.id}/creature`,
+          headers,
+          payload: { name: 'weighed', speciesId: 1 },
+        });
+        await until('the write waiting for the lock', async () => {
+          const [rows] = await blocker.query<RowDataPacket[]>(
+            "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'UPDATE trainer % creatures_owned = %'",
+          );
+          return Number(rows[0].n) >= 1;
+        });
+        const fits = await narrow.app.inject({ method: 'GET', url: '/trainer?limit=39', headers });
+        expect(fits.statusCode).toBe(200);
+        let heavyAnswered = false;
+        const heavy = narrow.app.inject({ method: 'GET', url: '/trainer?limit=40', headers }).then((answer) => {
+          heavyAnswered = true;
+          return answer;
+        });
+        await until('the page of 40 waiting at the door', async () => (await waitingOf(narrow.app)) === 1);
+        expect(heavyAnswered).toBe(false);
+        await blocker.query('ROLLBACK');
+        expect((await write).statusCode).toBe(201);
+        expect((await heavy).statusCode).toBe(200);
+        expect(await waitingOf(narrow.app)).toBe(0);
+      } finally {
+        await blocker.query('ROLLBACK').catch(() => undefined);
+        await blocker.end();
+        await narrow.close();
+      }
+    },
+  );
+
   mysqlOnly('frees the place of a pipelined request whose connection closes while its answer waits behind another', async () => {
     // Room for a write and a page of 20; a page's place kept by mistake leaves no room for a page of 21.
     const narrow = await startTestApp(kind, {}, { admissionBudget: 40 });
