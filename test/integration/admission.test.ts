@@ -289,6 +289,47 @@ describe.each(databases)('admission on %s', (kind) => {
     },
   );
 
+  mysqlOnly('lets requests in past open event streams, which weigh nothing, with a budget of 1', async () => {
+    const narrow = await startTestApp(kind, {}, { admissionBudget: 1 });
+    const streams = new AbortController();
+    try {
+      const watcher = await createTrainer(narrow.app);
+      const origin = await listen(narrow);
+      const subscribe = () =>
+        fetch(`${origin}/graphql/stream`, {
+          method: 'POST',
+          headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${watcher.token}` },
+          body: JSON.stringify({
+            query: 'subscription($t: ID!) { creatureEvents(trainerId: $t) { sequence } }',
+            variables: { t: watcher.trainer.id },
+          }),
+          signal: streams.signal,
+        });
+      const timeout = () => new Promise<undefined>((resolve) => setTimeout(resolve, 5000));
+      // Two streams open at once (had one weighed 1, the second would wait behind it for good).
+      const opened = await Promise.race([Promise.all([subscribe(), subscribe()]), timeout()]);
+      expect(opened?.map((answer) => answer.status)).toEqual([200, 200]);
+      const headers = { authorization: `Bearer ${watcher.token}` };
+      const answers = await Promise.race([
+        Promise.all([
+          narrow.app.inject({ method: 'GET', url: `/trainer/${watcher.trainer.id}`, headers }),
+          narrow.app.inject({
+            method: 'POST',
+            url: '/graphql',
+            headers: { ...headers, 'content-type': 'application/json' },
+            payload: { query: 'query($id: ID!) { trainer(id: $id) { id } }', variables: { id: watcher.trainer.id } },
+          }),
+        ]),
+        timeout(),
+      ]);
+      expect(answers?.map((answer) => answer.statusCode)).toEqual([200, 200]);
+      expect(await waitingOf(narrow.app)).toBe(0);
+    } finally {
+      streams.abort();
+      await narrow.close();
+    }
+  });
+
   mysqlOnly('frees the place of a pipelined request whose connection closes while its answer waits behind another', async () => {
     // Room for a write and a page of 20; a page's place kept by mistake leaves no room for a page of 21.
     const narrow = await startTestApp(kind, {}, { admissionBudget: 40 });
