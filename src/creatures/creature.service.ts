@@ -48,6 +48,8 @@ interface PagesRead {
 
 /** Calls merged into one statement at most: a few pages of 100 trainers each. */
 const MAX_MERGED_PAGE_READS = 8;
+/** Trainers of merged calls in one statement at most (a call with more has its own statement, as before merging). */
+const MAX_MERGED_TRAINERS = 800;
 
 export class CreatureService {
   /**
@@ -259,16 +261,23 @@ export class CreatureService {
    * A trainer on two calls' pages gets its own objects in each (requests never share one).
    */
   private async readPages(reads: readonly PagesRead[]): Promise<(Creature[][] | Error)[]> {
-    const groups = new Map<string, number[]>();
+    // Per kind of page, calls in statements of at most MAX_MERGED_TRAINERS trainers (or one call).
+    const groups = new Map<string, { members: number[]; trainers: number }>();
+    const statements: number[][] = [];
     reads.forEach((read, i) => {
       const key = `${read.limit}:${read.offset}:${read.afterId}:${read.mayLag ? 1 : 0}:${read.fields?.join(',') ?? '*'}`;
-      const group = groups.get(key);
-      if (group) group.push(i);
-      else groups.set(key, [i]);
+      let group = groups.get(key);
+      if (!group || group.trainers + read.trainerIds.length > MAX_MERGED_TRAINERS) {
+        group = { members: [], trainers: 0 };
+        groups.set(key, group);
+        statements.push(group.members);
+      }
+      group.members.push(i);
+      group.trainers += read.trainerIds.length;
     });
     const answers: (Creature[][] | Error)[] = reads.map(() => []);
     await Promise.all(
-      [...groups.values()].map(async (members) => {
+      statements.map(async (members) => {
         // Each trainer once, with the first count known of it.
         const counts = new Map<number, number | undefined>();
         for (const i of members) {
