@@ -1,6 +1,6 @@
 import { databases, runReconcile, startTestApp, type TestApp } from '../helpers/app';
 import { createCreature, createTrainer, type TrainerFixture } from '../helpers/factories';
-import { document, gql } from '../helpers/graphql';
+import { document, gql, type Document } from '../helpers/graphql';
 
 type PageItem = { id: string; creaturesOwned: number; creatures: { id?: string; name?: string }[] };
 const NESTED_PAGE = document<{ trainers: { items: PageItem[] } }>(`query($limit: Int!) {
@@ -30,6 +30,31 @@ describe.each(databases)('relation batching on %s', (kind) => {
     }
   });
   afterAll(async () => t.close());
+
+  /**
+   * The pages of `list` at `offsets`, asked for all at once, and the statements they cost. The
+   * kept ids are read (or found fresh) before the count starts, and stay fresh while it runs.
+   */
+  async function pagesAtOnce<Item>(
+    list: Document<{ trainers: { items: Item[] } }>,
+    offsets: readonly number[],
+  ): Promise<{ pages: Item[][]; count: number }> {
+    stoppedAt = Date.now();
+    try {
+      await gql(t.app, list, { offset: offsets[0] }, viewer.token);
+      statements = 0;
+      const pages = await Promise.all(
+        offsets.map(async (offset) => {
+          const res = await gql(t.app, list, { offset }, viewer.token);
+          expect(res.errors).toBeUndefined();
+          return res.data!.trainers.items;
+        }),
+      );
+      return { pages, count: statements };
+    } finally {
+      stoppedAt = undefined;
+    }
+  }
 
   async function countStatements(limit: number): Promise<{ count: number; items: { creaturesOwned: number; creatures: unknown[] }[] }> {
     statements = 0;
@@ -286,24 +311,10 @@ describe.each(databases)('relation batching on %s', (kind) => {
     const list = document<{ trainers: { items: { id: string; nickname: string }[] } }>(
       'query($offset: Int!) { trainers(limit: 3, offset: $offset) { items { id nickname } } }',
     );
-    // The kept ids are read (or found fresh) before the count starts, and stay fresh while it runs.
-    stoppedAt = Date.now();
-    try {
-      await gql(t.app, list, { offset: 1 }, viewer.token);
-      statements = 0;
-      const pages = await Promise.all(
-        offsets.map(async (offset) => {
-          const res = await gql(t.app, list, { offset }, viewer.token);
-          expect(res.errors).toBeUndefined();
-          return res.data!.trainers.items;
-        }),
-      );
-      expect(pages).toEqual(expected);
-      // The callers' checks merged into one statement, the five pages' rows (id and nickname only) into another.
-      expect(statements).toBe(2);
-    } finally {
-      stoppedAt = undefined;
-    }
+    const { pages, count } = await pagesAtOnce(list, offsets);
+    expect(pages).toEqual(expected);
+    // The callers' checks merged into one statement, the five pages' rows (id and nickname only) into another.
+    expect(count).toBe(2);
   });
 
   it('answers concurrent GraphQL pages with their creatures, each exact, from one read of their creatures', async () => {
@@ -330,23 +341,10 @@ describe.each(databases)('relation batching on %s', (kind) => {
     const pageOf = document<{ trainers: { items: { id: string; creatures: { id: string; name: string }[] }[] } }>(
       'query($offset: Int!) { trainers(limit: 3, offset: $offset) { items { id creatures(limit: 2) { id name } } } }',
     );
-    stoppedAt = Date.now();
-    try {
-      await gql(t.app, pageOf, { offset: 1 }, viewer.token);
-      statements = 0;
-      const pages = await Promise.all(
-        offsets.map(async (offset) => {
-          const res = await gql(t.app, pageOf, { offset }, viewer.token);
-          expect(res.errors).toBeUndefined();
-          return res.data!.trainers.items;
-        }),
-      );
-      expect(pages).toEqual(expected);
-      // The callers' checks in one statement, the three pages' trainers in another, their creatures in a third.
-      expect(statements).toBe(3);
-    } finally {
-      stoppedAt = undefined;
-    }
+    const { pages, count } = await pagesAtOnce(pageOf, offsets);
+    expect(pages).toEqual(expected);
+    // The callers' checks in one statement, the three pages' trainers in another, their creatures in a third.
+    expect(count).toBe(3);
   });
 
   // What a user sees of "totalCount comes from the counts writes keep, never from counting the
