@@ -1,3 +1,4 @@
+import type { GraphQLSchema } from 'graphql';
 import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
@@ -23,7 +24,6 @@ import { Pipeline, type DocumentCheck } from './pipeline';
 import type { DocumentRequest } from './trusted-documents';
 import { Loaders } from './loaders';
 import { buildGraphQLSchema } from './schema';
-import { buildSubgraph } from './federation';
 import { registerSubscriptions } from './subscriptions';
 import { registerEventStream } from './event-stream';
 import { LiveConnections } from './live-connections';
@@ -66,6 +66,17 @@ const shallowQueryString = async (request: FastifyRequest) => {
 };
 
 /**
+ * The schema as an Apollo Federation 2 subgraph (federation.ts). Required only when FEDERATION is
+ * on: @apollo/subgraph and the federation internals it loads are several MB of code and data that
+ * a service without a router would hold for nothing.
+ */
+function subgraphOf(schema: GraphQLSchema): GraphQLSchema {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { buildSubgraph } = require('./federation') as typeof import('./federation');
+  return buildSubgraph(schema);
+}
+
+/**
  * The request as Apollo takes it (what @as-integrations/fastify's handler builds), except that a
  * GET's search string is written again from `request.query`: Apollo reads a GET's parameters from
  * the search string, and so it and the pipeline's plugin read exactly the parameters decoded once
@@ -102,7 +113,7 @@ export async function registerGraphQL(
   } = {},
 ): Promise<void> {
   // FEDERATION=true: the same schema as an Apollo Federation 2 subgraph (federation.ts).
-  const schema = config.federation ? buildSubgraph(await buildGraphQLSchema()) : await buildGraphQLSchema();
+  const schema = config.federation ? subgraphOf(await buildGraphQLSchema()) : await buildGraphQLSchema();
   // The one pipeline of a document, for HTTP and WebSocket alike. Parses, validates and compiles
   // the manifest's trusted documents now: a bad one stops start-up here.
   const pipeline = new Pipeline(schema, {
