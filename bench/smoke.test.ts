@@ -104,6 +104,7 @@ describe('npm run bench -- --quick', () => {
       'REST GET /trainer/:id',
       'REST GET /trainer (list)',
       'baseline list 20 at random offsets up to MAX_OFFSET (hand-written)',
+      'baseline list 20 by a range of ids, no walk to the offset (hand-written)',
       'baseline nested page 100 × 10 (hand-written)',
       'GraphQL trainers page 100 × creatures 10',
       'baseline nested page 100 × 10 (hand-written), 4 connections',
