@@ -10,10 +10,15 @@ declare module 'fastify' {
   }
 }
 
+/** Why a request has no caller: no header, a header of another scheme (Basic...), or a token refused. */
 const refused = (authorization: string | undefined): AppError =>
   new AppError(
     'UNAUTHENTICATED',
-    authorization ? 'Invalid or expired token' : 'Authentication required: send Authorization: Bearer <token>',
+    !authorization
+      ? 'Authentication required: send Authorization: Bearer <token>'
+      : /^\s*Bearer\s/i.test(authorization)
+        ? 'Invalid or expired token'
+        : 'Only Bearer tokens are taken: send Authorization: Bearer <token>',
   );
 
 /**

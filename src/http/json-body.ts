@@ -73,7 +73,22 @@ export function registerStrictJsonParser(app: FastifyInstance): void {
       done(new AppError('BAD_USER_INPUT', `The body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`), undefined);
       return;
     }
-    void parseJson(request, text, done);
+    void parseJson(request, text, (error, parsed) => {
+      if (error && validJson(text)) {
+        // Fastify's parser refuses `__proto__` and `constructor.prototype` keys with the message of a syntax error.
+        done(new AppError('BAD_USER_INPUT', 'JSON bodies may not use the keys __proto__ or constructor.prototype'), undefined);
+      } else done(error, parsed);
+    });
+  }
+}
+
+/** Whether `text` is JSON by the plain parser (which takes any keys). */
+function validJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }
 

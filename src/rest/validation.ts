@@ -29,7 +29,8 @@ function decimalIntegers(schema: ObjectSchema, validate: ValidateFunction): Vali
           schemaPath: `#/properties/${key}/type`,
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be a decimal integer',
+          // A parameter repeated (`?limit=3&limit=4`) comes as an array: which value was meant is unknown.
+          message: Array.isArray(value) ? 'is given more than once' : 'must be a decimal integer, without leading zeros',
         });
       }
     }
@@ -76,6 +77,9 @@ export function validationFields(errors: readonly Partial<ErrorObject>[]): Field
     } else if (params.additionalProperty) {
       field = [base, params.additionalProperty].filter(Boolean).join('.');
       message = 'is not a known field';
+    } else if (base === '' && error.keyword === 'type' && (error.data === undefined || error.data === null)) {
+      // A route that takes a JSON body, called without one or with `null` (Ajv would say "must be object").
+      message = 'is required: send a JSON object';
     } else if (RULES_IN_DESCRIPTION.has(error.keyword ?? '') && typeof error.parentSchema?.description === 'string') {
       // Not "must match pattern <a page of character ranges>": the rule in words.
       message = error.parentSchema.description.replace(/;.*$/, '');

@@ -292,6 +292,62 @@ describe.each(databases)('REST shim on %s', (kind) => {
     ]);
   });
 
+  it('says what is wrong with a refused request: a repeated parameter, a leading zero, a missing body, a forbidden key, a scheme other than Bearer', async () => {
+    const repeated = expectProblem(
+      await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}/creature?limit=3&limit=4`, headers: auth(me) }),
+      400,
+      'BAD_USER_INPUT',
+    );
+    expect(repeated.fields).toEqual([{ field: 'limit', message: 'is given more than once' }]);
+    const zero = expectProblem(
+      await t.app.inject({ method: 'GET', url: `/trainer/0${me.trainer.id}`, headers: auth(me) }),
+      400,
+      'BAD_USER_INPUT',
+    );
+    expect(zero.fields).toEqual([{ field: 'trainerId', message: 'must be a decimal integer, without leading zeros' }]);
+    const bodiless = expectProblem(
+      await t.app.inject({ method: 'DELETE', url: `/trainer/${me.trainer.id}`, headers: auth(me) }),
+      400,
+      'BAD_USER_INPUT',
+    );
+    expect(bodiless.fields).toEqual([{ field: 'body', message: 'is required: send a JSON object' }]);
+    const poisoned = expectProblem(
+      await t.app.inject({
+        method: 'POST',
+        url: `/trainer/${me.trainer.id}/creature`,
+        headers: { ...auth(me), 'content-type': 'application/json' },
+        payload: '{"name":"Proto","speciesId":5,"__proto__":{"level":99}}',
+      }),
+      400,
+      'BAD_USER_INPUT',
+    );
+    expect(poisoned.detail).toBe('JSON bodies may not use the keys __proto__ or constructor.prototype');
+    const broken = expectProblem(
+      await t.app.inject({ method: 'POST', url: '/trainer', headers: { 'content-type': 'application/json' }, payload: '{"nickname":' }),
+      400,
+      'BAD_USER_INPUT',
+    );
+    expect(broken.detail).not.toMatch(/__proto__/);
+    const basic = expectProblem(
+      await t.app.inject({ method: 'GET', url: '/trainer', headers: { authorization: 'Basic dXNlcjpwYXNz' } }),
+      401,
+      'UNAUTHENTICATED',
+    );
+    expect(basic.detail).toBe('Only Bearer tokens are taken: send Authorization: Bearer <token>');
+    const bad = expectProblem(
+      await t.app.inject({ method: 'GET', url: '/trainer', headers: { authorization: 'Bearer a.b.c' } }),
+      401,
+      'UNAUTHENTICATED',
+    );
+    expect(bad.detail).toBe('Invalid or expired token');
+    // Nothing was deleted or created by the refused requests.
+    expect((await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}`, headers: auth(me) })).statusCode).toBe(200);
+    const names = (await t.app.inject({ method: 'GET', url: `/trainer/${me.trainer.id}/creature?limit=100`, headers: auth(me) })).json<{
+      items: { name: string }[];
+    }>();
+    expect(names.items.map((c) => c.name)).not.toContain('Proto');
+  });
+
   it.each([
     ['text/plain', 'name=x'],
     ['application/x-www-form-urlencoded', 'name=x&speciesId=1'],
