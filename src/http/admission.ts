@@ -1,10 +1,35 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Socket } from 'node:net';
 import { WAITING_LIMIT } from '../db/data-source';
 import type { StatementLoad } from '../db/sql';
 import { AppError } from '../errors';
 
 /** Seconds a client refused for a full queue is told to wait. */
 const FULL_RETRY_AFTER_S = 1;
+
+/** What to run when a connection closes, for its requests in progress (see onClose). */
+const closings = new WeakMap<Socket, Set<() => void>>();
+
+/**
+ * Runs `then` once `socket` closes, unless the returned function is called first. A connection
+ * has one 'close' listener however many of its requests are in progress: a client pipelining
+ * dozens of requests on one connection would otherwise add one each (and Node warns past 10).
+ */
+function onClose(socket: Socket, then: () => void): () => void {
+  let waiting = closings.get(socket);
+  if (!waiting) {
+    const callbacks = new Set<() => void>();
+    waiting = callbacks;
+    closings.set(socket, callbacks);
+    socket.once('close', () => {
+      closings.delete(socket);
+      for (const callback of callbacks) callback();
+    });
+  }
+  const registered = waiting;
+  registered.add(then);
+  return () => registered.delete(then);
+}
 
 /** A request waiting for its turn: how much it weighs, and how to let it in. */
 interface Waiting {
@@ -151,11 +176,11 @@ export class Admission {
         // closes: the connection's own 'close' frees its place then. Whichever comes first, once.
         const leave = () => {
           reply.raw.removeListener('close', leave);
-          socket.removeListener('close', leave);
+          stopWatching();
           this.leave(weight);
         };
         reply.raw.once('close', leave);
-        socket.once('close', leave);
+        const stopWatching = onClose(socket, leave);
         done();
       };
       if (this.enteredAtOnce(weight)) {
@@ -163,7 +188,6 @@ export class Admission {
         return;
       }
       const gone = new AbortController();
-      const closed = () => gone.abort();
       let turn: Promise<boolean> | undefined;
       try {
         turn = this.enter(weight, gone.signal);
@@ -175,9 +199,9 @@ export class Admission {
         goOn();
         return;
       }
-      socket.once('close', closed);
+      const stopWatching = onClose(socket, () => gone.abort());
       void turn.then((admitted) => {
-        socket.removeListener('close', closed);
+        stopWatching();
         if (admitted) goOn();
         // It left the queue: Fastify sends nothing and runs no later step of a hijacked request.
         else reply.hijack();

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { createConnection, type Connection, type RowDataPacket } from 'mysql2/promise';
 import { WAITING_LIMIT } from '../../src/db/data-source';
 import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
@@ -327,6 +327,37 @@ describe.each(databases)('admission on %s', (kind) => {
     } finally {
       streams.abort();
       await narrow.close();
+    }
+  });
+
+  it('answers dozens of requests pipelined on one connection without a listener per request on it', async () => {
+    const own = await startTestApp(kind);
+    try {
+      const reader = await createTrainer(own.app);
+      const origin = new URL(await listen(own));
+      // The most 'close' listeners the connection had at once, on the server's side: past 10,
+      // Node warns of a possible leak (MaxListenersExceededWarning) in the service's log.
+      let most = 0;
+      own.app.server.once('connection', (accepted: Socket) =>
+        accepted.on('newListener', (event) => {
+          if (event === 'close') most = Math.max(most, accepted.listenerCount('close') + 1);
+        }),
+      );
+      const socket = connect(Number(origin.port), origin.hostname);
+      await new Promise<void>((resolve) => socket.once('connect', resolve));
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+      const read = `GET /trainer/${reader.trainer.id} HTTP/1.1\r\nHost: ${origin.host}\r\nAuthorization: Bearer ${reader.token}\r\n\r\n`;
+      socket.write(read.repeat(30));
+      await until('30 answers', async () => (received.match(/HTTP\/1\.1 \d{3} /g) ?? []).length >= 30);
+      expect(received.match(/HTTP\/1\.1 \d{3}/g)).toEqual(Array.from({ length: 30 }, () => 'HTTP/1.1 200'));
+      expect(received.split(`"nickname":"${reader.trainer.nickname}"`).length - 1).toBe(30);
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(10);
+      socket.destroy();
+      await until('no request counted as waiting', async () => (await waitingOf(own.app)) === 0);
+    } finally {
+      await own.close();
     }
   });
 
