@@ -3,6 +3,8 @@ import type { PasswordHasher } from '../auth/password';
 import type { Replicas } from '../db/replicas';
 
 const HTTP_LABELS = ['method', 'route', 'operation', 'status'] as const;
+/** An abandoned request has no status: nothing was answered. */
+const ABANDONED_LABELS = ['method', 'route', 'operation'] as const;
 
 /** What is read, not counted, at each scrape: the password hashes under way, and the read replicas' figures. */
 export interface MeasuredSources {
@@ -30,6 +32,8 @@ export class Metrics {
 
   readonly httpRequests: Counter<(typeof HTTP_LABELS)[number]>;
   readonly httpRequestDuration: Histogram<(typeof HTTP_LABELS)[number]>;
+  /** Requests whose client closed the connection before they were answered (not in httpRequests). */
+  readonly httpRequestsAbandoned: Counter<(typeof ABANDONED_LABELS)[number]>;
   /** mysql2's pool events, counted as they come (data-source.ts); no values on SQLite. */
   readonly dbPoolEvents: Counter<'event'>;
   /** Read from the hasher at each scrape (see `measure`). */
@@ -56,6 +60,12 @@ export class Metrics {
     const registers = [this.registry];
     if (process) collectDefaultMetrics({ register: this.registry });
     this.httpRequests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered', labelNames: HTTP_LABELS, registers });
+    this.httpRequestsAbandoned = new Counter({
+      name: 'http_requests_abandoned_total',
+      help: 'HTTP requests whose client closed the connection before they were answered (not in http_requests_total)',
+      labelNames: ABANDONED_LABELS,
+      registers,
+    });
     this.httpRequestDuration = new Histogram({
       name: 'http_request_duration_seconds',
       help: 'Time to answer HTTP requests',

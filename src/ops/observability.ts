@@ -33,7 +33,7 @@ export function registerObservability(
   app.decorateRequest('operationName', null);
   app.decorateRequest('trainerId', null);
   metrics.measure(measured);
-  const { registry, httpRequests, httpRequestDuration } = metrics;
+  const { registry, httpRequests, httpRequestDuration, httpRequestsAbandoned } = metrics;
 
   const seenOperations = new Set<string>();
   const operationLabel = (request: FastifyRequest): string => {
@@ -65,6 +65,23 @@ export function registerObservability(
         ...(request.trainerId ? { trainerId: request.trainerId } : {}),
       },
       'request completed',
+    );
+  });
+
+  // A client that closes its connection before its answer (gave up waiting, a body cut short, a
+  // pipelined request behind one) gets no onResponse: counted and logged here instead.
+  app.addHook('onRequestAbort', async (request) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    httpRequestsAbandoned.inc({ method: request.method, route, operation: operationLabel(request) });
+    if (!logsRequests) return;
+    request.log.info(
+      {
+        method: request.method,
+        route,
+        ...(request.operationName ? { operationName: request.operationName } : {}),
+        ...(request.trainerId ? { trainerId: request.trainerId } : {}),
+      },
+      'request abandoned by the client',
     );
   });
 

@@ -1,4 +1,5 @@
-import { databases, startTestApp, type TestApp } from '../helpers/app';
+import { connect } from 'node:net';
+import { databases, listen, startTestApp, type TestApp } from '../helpers/app';
 import { createTrainer, TEST_PASSWORD, type TrainerFixture } from '../helpers/factories';
 
 interface LogLine {
@@ -83,6 +84,46 @@ describe.each(databases)('logs and metrics on %s', (kind) => {
       expect(text).toMatch(/^db_pool_events_total\{event="connection"\} [1-9]\d*$/m);
       expect(text).toMatch(/^db_pool_events_total\{event="acquire"\} [1-9]\d*$/m);
     }
+  });
+
+  it('counts and logs a request whose client closed the connection before its answer, apart from the answered ones', async () => {
+    const origin = new URL(await listen(t));
+    const metric = (text: string, name: string) =>
+      Number(new RegExp(`^${name}\\{method="POST",route="/trainer/authenticate",[^}]*\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    const metrics = async () => (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const before = await metrics();
+    lines.length = 0;
+    // A login whose body never arrives whole: the client gives up and closes the connection.
+    const socket = connect(Number(origin.port), origin.hostname);
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.write(
+      `POST /trainer/authenticate HTTP/1.1\r\nHost: ${origin.host}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"email":`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.destroy();
+    let after = before;
+    for (
+      let tries = 0;
+      tries < 100 && metric(after, 'http_requests_abandoned_total') === metric(before, 'http_requests_abandoned_total');
+      tries += 1
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      after = await metrics();
+    }
+    expect(metric(after, 'http_requests_abandoned_total') - metric(before, 'http_requests_abandoned_total')).toBe(1);
+    expect(after).toMatch(/^http_requests_abandoned_total\{method="POST",route="\/trainer\/authenticate",operation=""\} \d+$/m);
+    // Not counted as answered, with any status.
+    const answered = (text: string) =>
+      [...text.matchAll(/^http_requests_total\{method="POST",route="\/trainer\/authenticate",[^}]*\} (\d+)$/gm)].reduce(
+        (sum, m) => sum + Number(m[1]),
+        0,
+      );
+    expect(answered(after)).toBe(answered(before));
+    const logged = lines.map((l) => JSON.parse(l) as LogLine);
+    expect(logged.filter((l) => l.msg === 'request abandoned by the client')).toEqual([
+      expect.objectContaining({ route: '/trainer/authenticate' }),
+    ]);
+    expect(logged.filter((l) => l.msg === 'request completed' && l.route === '/trainer/authenticate')).toEqual([]);
   });
 
   it('shows the password hashes under way at /metrics while logins are checked, and none after', async () => {
